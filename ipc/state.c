@@ -1,0 +1,338 @@
+/* The compiled state as JSON.  Field tables drive both directions so a
+ * field is added in one place. */
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#include "ipc/state.h"
+
+enum ftype { F_INT, F_U64, F_U16, F_U32, F_LONG, F_BOOL, F_STR };
+
+struct field {
+	const char *key;
+	enum ftype type;
+	size_t off;
+	size_t size;		/* for strings */
+};
+
+#define FI(st, k, t) { #k, t, offsetof(st, k), 0 }
+#define FS(st, k) { #k, F_STR, offsetof(st, k), sizeof(((st *)0)->k) }
+#define FN(st, name, k, t) { name, t, offsetof(st, k), 0 }
+
+static const struct field device_fields[] = {
+	FI(struct state_device, index, F_INT),
+	FI(struct state_device, minor, F_INT),
+	FS(struct state_device, uuid),
+	FS(struct state_device, serial),
+	FS(struct state_device, name),
+	FS(struct state_device, architecture),
+	FS(struct state_device, bus_id),
+	FI(struct state_device, vendor_id, F_U16),
+	FI(struct state_device, device_id, F_U16),
+	FI(struct state_device, subsys_vendor_id, F_U16),
+	FI(struct state_device, subsys_device_id, F_U16),
+	FI(struct state_device, numa_node, F_INT),
+	FI(struct state_device, root, F_INT),
+	FN(struct state_device, "pcie_max_gen", pcie.max_gen, F_INT),
+	FN(struct state_device, "pcie_max_width", pcie.max_width, F_INT),
+	FN(struct state_device, "pcie_cur_gen", pcie.cur_gen, F_INT),
+	FN(struct state_device, "pcie_cur_width", pcie.cur_width, F_INT),
+	FI(struct state_device, memory_total_bytes, F_U64),
+	FI(struct state_device, bar1_total_bytes, F_U64),
+};
+
+static const struct field root_fields[] = {
+	FS(struct state_root_complex, id),
+	FI(struct state_root_complex, numa_node, F_INT),
+	FS(struct state_root_complex, cpu_affinity),
+};
+
+static const struct field fabric_fields[] = {
+	FI(struct state_fabric, enabled, F_BOOL),
+	FS(struct state_fabric, state_dir),
+	FI(struct state_fabric, init_delay_ms, F_LONG),
+	FS(struct state_fabric, cluster_uuid),
+	FI(struct state_fabric, clique_id, F_U32),
+	FI(struct state_fabric, links_per_gpu, F_INT),
+	FI(struct state_fabric, bandwidth_per_link_mbps, F_LONG),
+};
+
+static const struct field top_fields[] = {
+	FI(struct state, generation, F_U64),
+	FS(struct state, node_name),
+	FS(struct state, mock_root),
+	FS(struct state, driver_version),
+	FS(struct state, nvml_version),
+	FS(struct state, cuda_version),
+	FI(struct state, cores_per_numa, F_INT),
+};
+
+#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+void state_init(struct state *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->mock_root, sizeof(s->mock_root), "/var/lib/nvml-mock");
+}
+
+void state_free(struct state *s)
+{
+	free(s->topology_doc);
+	free(s->profile_json);
+	s->topology_doc = NULL;
+	s->profile_json = NULL;
+	s->topology_len = 0;
+}
+
+static int put_fields(cJSON *obj, const void *base, const struct field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *p = (const char *)base + f[i].off;
+		cJSON *v;
+		char num[32];
+
+		switch (f[i].type) {
+		case F_INT: v = cJSON_CreateNumber(*(const int *)p); break;
+		case F_U16: v = cJSON_CreateNumber(*(const uint16_t *)p); break;
+		case F_U32: v = cJSON_CreateNumber(*(const uint32_t *)p); break;
+		case F_LONG: v = cJSON_CreateNumber((double)*(const long *)p); break;
+		case F_BOOL: v = cJSON_CreateBool(*(const bool *)p); break;
+		case F_STR: v = cJSON_CreateString(p); break;
+		case F_U64:
+			/* doubles lose precision above 2^53: carry as a string */
+			snprintf(num, sizeof(num), "%llu", (unsigned long long)*(const uint64_t *)p);
+			v = cJSON_CreateString(num);
+			break;
+		default: v = NULL;
+		}
+		if (!v || !cJSON_AddItemToObject(obj, f[i].key, v)) {
+			cJSON_Delete(v);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int get_fields(const cJSON *obj, void *base, const struct field *f, size_t n,
+		      const char *where, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *p = (char *)base + f[i].off;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f[i].key);
+		int ok;
+
+		if (!v) {
+			snprintf(err, errlen, "state: %s.%s: missing", where, f[i].key);
+			return -EINVAL;
+		}
+		switch (f[i].type) {
+		case F_BOOL:
+			ok = cJSON_IsBool(v);
+			if (ok)
+				*(bool *)p = cJSON_IsTrue(v);
+			break;
+		case F_STR:
+			ok = cJSON_IsString(v) && strlen(v->valuestring) < f[i].size;
+			if (ok)
+				memcpy(p, v->valuestring, strlen(v->valuestring) + 1);
+			break;
+		case F_U64: {
+			char *end;
+			ok = cJSON_IsString(v);
+			if (ok) {
+				errno = 0;
+				unsigned long long x = strtoull(v->valuestring, &end, 10);
+				ok = !errno && *end == '\0' && end != v->valuestring;
+				*(uint64_t *)p = x;
+			}
+			break;
+		}
+		default:
+			ok = cJSON_IsNumber(v);
+			if (!ok)
+				break;
+			if (f[i].type == F_INT)
+				*(int *)p = v->valueint;
+			else if (f[i].type == F_U16)
+				ok = v->valuedouble >= 0 && v->valuedouble <= 0xffff &&
+				     (*(uint16_t *)p = (uint16_t)v->valuedouble, 1);
+			else if (f[i].type == F_U32)
+				ok = v->valuedouble >= 0 && v->valuedouble <= 4294967295.0 &&
+				     (*(uint32_t *)p = (uint32_t)v->valuedouble, 1);
+			else
+				*(long *)p = (long)v->valuedouble;
+		}
+		if (!ok) {
+			snprintf(err, errlen, "state: %s.%s: wrong type or range", where, f[i].key);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int state_encode(const struct state *s, char **out, size_t *len)
+{
+	cJSON *root = cJSON_CreateObject(), *arr, *o;
+	int r = -ENOMEM;
+
+	if (!root)
+		return -ENOMEM;
+	if (!cJSON_AddNumberToObject(root, "state_version", STATE_VERSION) ||
+	    put_fields(root, s, top_fields, NFIELDS(top_fields)) < 0)
+		goto out;
+	if (!(arr = cJSON_AddArrayToObject(root, "devices")))
+		goto out;
+	for (int i = 0; i < s->num_devices; i++) {
+		if (!(o = cJSON_CreateObject()))
+			goto out;
+		cJSON_AddItemToArray(arr, o);
+		if (put_fields(o, &s->devices[i], device_fields, NFIELDS(device_fields)) < 0)
+			goto out;
+	}
+	if (!(arr = cJSON_AddArrayToObject(root, "roots")))
+		goto out;
+	for (int i = 0; i < s->num_roots; i++) {
+		if (!(o = cJSON_CreateObject()))
+			goto out;
+		cJSON_AddItemToArray(arr, o);
+		if (put_fields(o, &s->roots[i], root_fields, NFIELDS(root_fields)) < 0)
+			goto out;
+	}
+	if (!(o = cJSON_AddObjectToObject(root, "fabric")) ||
+	    put_fields(o, &s->fabric, fabric_fields, NFIELDS(fabric_fields)) < 0)
+		goto out;
+	if (s->topology_doc) {
+		if (!cJSON_AddStringToObject(root, "topology_doc", s->topology_doc))
+			goto out;
+	} else if (!cJSON_AddNullToObject(root, "topology_doc"))
+		goto out;
+	if (s->profile_json) {
+		cJSON *p = cJSON_Parse(s->profile_json);
+		if (!p) {
+			r = -EINVAL;
+			goto out;
+		}
+		cJSON_AddItemToObject(root, "profile", p);
+	}
+	*out = cJSON_PrintUnformatted(root);
+	if (!*out)
+		goto out;
+	*len = strlen(*out);
+	r = 0;
+out:
+	cJSON_Delete(root);
+	return r;
+}
+
+int state_decode(const char *json, size_t len, struct state *s, char *err, size_t errlen)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len), *v;
+	const cJSON *arr, *it;
+	int r = -EINVAL, i;
+
+	state_init(s);
+	if (!root) {
+		snprintf(err, errlen, "state: not valid JSON");
+		return -EINVAL;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "state_version");
+	if (!cJSON_IsNumber(v) || v->valueint != STATE_VERSION) {
+		snprintf(err, errlen, "state: unsupported state_version");
+		goto out;
+	}
+	if (get_fields(root, s, top_fields, NFIELDS(top_fields), "state", err, errlen) < 0)
+		goto out;
+	arr = cJSON_GetObjectItemCaseSensitive(root, "devices");
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_DEVICES) {
+		snprintf(err, errlen, "state: devices: not an array of at most %d", STATE_MAX_DEVICES);
+		goto out;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, arr) {
+		if (get_fields(it, &s->devices[i++], device_fields, NFIELDS(device_fields),
+			       "devices[]", err, errlen) < 0)
+			goto out;
+	}
+	s->num_devices = i;
+	arr = cJSON_GetObjectItemCaseSensitive(root, "roots");
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_ROOTS) {
+		snprintf(err, errlen, "state: roots: not an array of at most %d", STATE_MAX_ROOTS);
+		goto out;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, arr) {
+		if (get_fields(it, &s->roots[i++], root_fields, NFIELDS(root_fields),
+			       "roots[]", err, errlen) < 0)
+			goto out;
+	}
+	s->num_roots = i;
+	for (i = 0; i < s->num_devices; i++) {
+		const struct state_device *d = &s->devices[i];
+		if (!state_valid_bdf(d->bus_id) || d->root < -1 || d->root >= s->num_roots) {
+			snprintf(err, errlen, "state: devices[%d]: invalid bus_id or root", i);
+			goto out;
+		}
+	}
+	for (i = 0; i < s->num_roots; i++)
+		if (!state_valid_root_id(s->roots[i].id)) {
+			snprintf(err, errlen, "state: roots[%d]: invalid id", i);
+			goto out;
+		}
+	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "fabric"), &s->fabric,
+		       fabric_fields, NFIELDS(fabric_fields), "fabric", err, errlen) < 0)
+		goto out;
+	v = cJSON_GetObjectItemCaseSensitive(root, "topology_doc");
+	if (cJSON_IsString(v)) {
+		s->topology_doc = strdup(v->valuestring);
+		if (!s->topology_doc) {
+			r = -ENOMEM;
+			goto out;
+		}
+		s->topology_len = strlen(s->topology_doc);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "profile");
+	if (v && !(s->profile_json = cJSON_PrintUnformatted(v))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = 0;
+out:
+	cJSON_Delete(root);
+	if (r)
+		state_free(s);
+	return r;
+}
+
+static bool hexn(const char *s, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+bool state_valid_bdf(const char *s)
+{
+	return s && strlen(s) == 12 && hexn(s, 4) && s[4] == ':' && hexn(s + 5, 2) &&
+	       s[7] == ':' && hexn(s + 8, 2) && s[10] == '.' && s[11] >= '0' && s[11] <= '7' &&
+	       /* device number is 5 bits */
+	       strtoul((char[3]){ s[8], s[9], 0 }, NULL, 16) < 32;
+}
+
+bool state_valid_root_id(const char *s)
+{
+	return s && strlen(s) == 10 && strncmp(s, "pci", 3) == 0 && hexn(s + 3, 4) &&
+	       s[7] == ':' && hexn(s + 8, 2);
+}
+
+bool state_valid_path_component(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n > 0 && n <= 255 && !strchr(s, '/') && strcmp(s, ".") != 0 &&
+	       strcmp(s, "..") != 0;
+}

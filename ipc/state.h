@@ -1,0 +1,95 @@
+/* The compiled desired state: what the supervisor hands every worker.
+ *
+ * The supervisor compiles profile + topology + flags into this struct,
+ * encodes it once per generation as JSON (state_encode) into a sealed memfd;
+ * workers decode it (state_decode).  Workers never see YAML. */
+#ifndef MOKKA_IPC_STATE_H
+#define MOKKA_IPC_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STATE_VERSION 1
+#define STATE_MAX_DEVICES 64
+#define STATE_MAX_ROOTS 16
+#define STATE_NAME_MAX 128
+
+struct state_pcie_link {
+	int max_gen, max_width;		/* 1..6, 1..32 */
+	int cur_gen, cur_width;
+};
+
+struct state_device {
+	int index;
+	int minor;
+	char uuid[STATE_NAME_MAX];		/* GPU-xxxxxxxx-... */
+	char serial[STATE_NAME_MAX];
+	char name[STATE_NAME_MAX];		/* "NVIDIA H100 80GB HBM3" */
+	char architecture[32];
+	char bus_id[16];			/* "0000:1a:00.0", lowercased, validated */
+	uint16_t vendor_id, device_id;		/* from pci.device_id (dev<<16|vendor) */
+	uint16_t subsys_vendor_id, subsys_device_id;
+	int numa_node;				/* from the root complex; -1 if none */
+	int root;				/* index into topology.roots; -1 if none */
+	struct state_pcie_link pcie;
+	uint64_t memory_total_bytes;
+	uint64_t bar1_total_bytes;
+};
+
+struct state_root_complex {
+	char id[16];				/* "pci0000:00" */
+	int numa_node;
+	char cpu_affinity[64];			/* cpulist, e.g. "0-55"; "" = derive */
+};
+
+struct state_fabric {
+	bool enabled;				/* nvlink.switches or fabric.state auto */
+	char state_dir[256];			/* host path of the marker dir */
+	long init_delay_ms;
+	char cluster_uuid[64];
+	uint32_t clique_id;
+	int links_per_gpu;
+	long bandwidth_per_link_mbps;
+};
+
+struct state {
+	uint64_t generation;
+	char node_name[STATE_NAME_MAX];
+	char mock_root[256];			/* host path of R, "/var/lib/nvml-mock" */
+	char driver_version[32];
+	char nvml_version[32];
+	char cuda_version[16];
+
+	int num_devices;
+	struct state_device devices[STATE_MAX_DEVICES];
+
+	int num_roots;
+	struct state_root_complex roots[STATE_MAX_ROOTS];
+	int cores_per_numa;			/* 0 = unknown */
+
+	struct state_fabric fabric;
+
+	/* raw documents, NUL-terminated, heap-owned (may be NULL) */
+	char *topology_doc;			/* --topology bytes, NULL when none */
+	size_t topology_len;
+	char *profile_json;			/* the whole profile as JSON, for NVML */
+};
+
+void state_init(struct state *s);
+void state_free(struct state *s);
+
+/* Encode to a malloc'd NUL-terminated JSON string.  0 or -errno. */
+int state_encode(const struct state *s, char **out, size_t *len);
+
+/* Decode JSON produced by state_encode.  On error returns -EINVAL and puts
+ * a message in err. */
+int state_decode(const char *json, size_t len, struct state *s,
+		 char *err, size_t errlen);
+
+/* Validation helpers shared by the compiler and the workers. */
+bool state_valid_bdf(const char *s);		/* dddd:bb:dd.f, lowercase hex */
+bool state_valid_root_id(const char *s);	/* pcidddd:bb */
+bool state_valid_path_component(const char *s);	/* no '/', not . or .., no NUL, <=255 */
+
+#endif

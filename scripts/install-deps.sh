@@ -1,0 +1,20 @@
+#!/bin/sh
+# Install every build and test dependency of Mokka on a fresh Debian 12 machine.
+# Idempotent; needs root. Enables contrib/non-free (some real consumers live there).
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+src=/etc/apt/sources.list.d/debian.sources
+if [ -f "$src" ] && grep -q '^Components: main$' "$src"; then
+	$SUDO sed -i 's/^Components: main$/Components: main contrib non-free non-free-firmware/' "$src"
+fi
+
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends \
+	build-essential autoconf automake libtool pkg-config autoconf-archive \
+	libyaml-dev libcjson-dev libnl-3-dev libnl-route-3-dev libcap-dev \
+	libcriterion-dev libibumad-dev libibverbs-dev rdma-core \
+	pciutils kmod curl util-linux iproute2 procps psmisc \
+	systemd python3 file diffutils findutils xz-utils

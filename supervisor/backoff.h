@@ -1,0 +1,33 @@
+/* Restart policy for workers and daemons (ARCHITECTURE.md §5): no two
+ * starts within 1 s; then 1, 2, 4 ... capped at 30 s with +-10 % jitter;
+ * reset after 60 s without a crash; 5 crashes within 60 s -> failed. */
+#ifndef MOKKA_SUPERVISOR_BACKOFF_H
+#define MOKKA_SUPERVISOR_BACKOFF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BACKOFF_FLOOR_MS 1000
+#define BACKOFF_CAP_MS 30000
+#define BACKOFF_RESET_MS 60000
+#define BACKOFF_BURST 5
+
+struct backoff {
+	uint64_t last_start;		/* 0 = never */
+	uint64_t last_crash;
+	uint64_t crashes[BACKOFF_BURST];	/* ring of crash times */
+	unsigned ncrash;		/* total recorded, for the ring */
+	unsigned attempt;		/* consecutive crashes */
+	bool failed;
+	uint32_t seed;
+};
+
+void backoff_started(struct backoff *b, uint64_t now);
+/* Record a crash; returns true when the burst limit is now exceeded. */
+bool backoff_crashed(struct backoff *b, uint64_t now);
+/* Milliseconds to wait before the next start (0 = now). */
+uint64_t backoff_delay(struct backoff *b, uint64_t now);
+/* Desired state changed: a failed unit gets another chance. */
+void backoff_reset(struct backoff *b);
+
+#endif

@@ -1,0 +1,33 @@
+/* Profile compiler: reference-schema YAML (+ topology document) -> struct
+ * state.  Errors name file, line, column and the key; unknown keys are
+ * warned by name (log_warn); values that become path components are
+ * validated. */
+#ifndef MOKKA_SUPERVISOR_COMPILE_H
+#define MOKKA_SUPERVISOR_COMPILE_H
+
+#include <stddef.h>
+#include "ipc/state.h"
+
+struct compile_opts {
+	const char *node_name;		/* --node-name */
+	const char *mock_root;		/* host path of R; NULL = /var/lib/nvml-mock */
+	int gpu_count_cap;		/* GPU_COUNT; 0 = no cap */
+	const char *driver_version;	/* DRIVER_VERSION fallback; may be NULL */
+	const char *fabric_state_dir;	/* NULL = <R>/fabric-state */
+	long fabric_init_delay_ms;
+};
+
+/* profile_name/topology_name are what errors print ("etc/x.yaml",
+ * "<built-in>").  topo may be NULL (no topology).  On success fills out
+ * (state_init'd by the caller; generation left 0) and returns 0; on error
+ * returns -EINVAL with err = "FILE:LINE:COL: KEY: why". */
+int compile_profile(const char *profile_name, const char *yaml, size_t len,
+		    const char *topology_name, const char *topo, size_t topo_len,
+		    const struct compile_opts *opts, struct state *out,
+		    char *err, size_t errlen);
+
+/* The built-in default profile (8x H100 SXM, 2 NUMA nodes), NUL-terminated. */
+extern const char compile_default_profile[];
+extern const size_t compile_default_profile_len;
+
+#endif

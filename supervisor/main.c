@@ -1,0 +1,234 @@
+/* mokka-supervisor: desired state in, one isolated worker per simulator,
+ * reconcile waves, daemons, health.  One event loop, no threads. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ipc/log.h"
+#include "supervisor/compile.h"
+#include "supervisor/health.h"
+#include "supervisor/rootdirs.h"
+#include "supervisor/sdnotify.h"
+#include "supervisor/source.h"
+#include "supervisor/supervisor.h"
+
+static struct supervisor sup;
+
+static void locate_libexec(struct supervisor *s)
+{
+	char exe[PATH_MAX], probe[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", MOKKA_LIBEXECDIR);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			/* Run from the build tree: workers sit next to us. */
+			snprintf(probe, sizeof(probe), "%s/mokka-worker-pcibus", exe);
+			if (access(probe, X_OK) == 0)
+				snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", exe);
+		}
+	}
+	if (getenv("MOKKA_LIBEXECDIR") && *getenv("MOKKA_LIBEXECDIR"))
+		snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", getenv("MOKKA_LIBEXECDIR"));
+}
+
+static void set_source_error(struct supervisor *s, const char *msg)
+{
+	snprintf(s->status.source_error, sizeof(s->status.source_error), "%s", msg);
+	s->status.source_error_time = time(NULL);
+	s->status.source_errors_total++;
+}
+
+static void on_update(void *arg, const char *profile, size_t plen, const char *topo, size_t tlen)
+{
+	struct supervisor *s = arg;
+	struct compile_opts o = {
+		.node_name = s->opt.node_name,
+		.mock_root = s->opt.mock_root,
+		.driver_version = getenv("DRIVER_VERSION"),
+		.gpu_count_cap = getenv("GPU_COUNT") ? atoi(getenv("GPU_COUNT")) : 0,
+		.fabric_state_dir = getenv("MOCK_FABRICMANAGER_STATE_DIR"),
+	};
+	struct state st;
+	char err[1024];
+	uint64_t delay;
+	int r;
+
+	if (s->shutting_down)
+		return;
+	if (getenv("MOCK_FABRICMANAGER_INIT_DELAY") &&
+	    parse_duration_ms(getenv("MOCK_FABRICMANAGER_INIT_DELAY"), &delay) == 0)
+		o.fabric_init_delay_ms = (long)delay;
+	state_init(&st);
+	r = compile_profile(s->opt.config ? s->opt.config : "<built-in>",
+			    profile ? profile : compile_default_profile,
+			    profile ? plen : compile_default_profile_len,
+			    s->opt.topology, topo, tlen, &o, &st, err, sizeof(err));
+	if (r < 0) {
+		state_free(&st);
+		log_error("desired state rejected, keeping generation %llu: %s",
+			  (unsigned long long)s->status.generation, err);
+		set_source_error(s, err);
+		return;
+	}
+	s->status.source_error[0] = '\0';
+	if ((r = reconcile_set_state(s, &st)) < 0) {
+		state_free(&st);
+		log_error("desired state: cannot hand it to workers: %s", strerror(-r));
+		set_source_error(s, "cannot encode the compiled state");
+		return;
+	}
+	log_info("desired state: generation %llu (%d GPUs, node %s)",
+		 (unsigned long long)s->state.generation, s->state.num_devices, s->opt.node_name);
+}
+
+static void on_source_error(void *arg, const char *msg)
+{
+	struct supervisor *s = arg;
+
+	log_error("desired state: %s; keeping generation %llu", msg,
+		  (unsigned long long)s->status.generation);
+	set_source_error(s, msg);
+}
+
+static void reap(struct supervisor *s)
+{
+	int status;
+	pid_t pid;
+
+	/* Signals coalesce: reap everything that is ready. */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (daemons_on_exit(s, pid, status))
+			continue;
+		workers_on_exit(s, pid, status);
+	}
+	if (s->shutting_down)
+		reconcile_progress(s);
+}
+
+static void on_signal(struct loop *l, int fd, uint32_t ev, void *arg)
+{
+	struct supervisor *s = arg;
+	struct signalfd_siginfo si;
+
+	(void)l;
+	(void)ev;
+	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			reap(s);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			log_info("signal %u: shutting down", si.ssi_signo);
+			reconcile_teardown(s);
+			break;
+		case SIGHUP:
+			log_info("SIGHUP: re-running the reconcile pass");
+			reconcile_request(s);
+			break;
+		}
+	}
+}
+
+static void poll_tick(struct loop *l, void *arg)
+{
+	struct supervisor *s = arg;
+
+	if (!s->shutting_down && s->phase == PASS_IDLE)
+		workers_poll_status(s);
+	loop_timer_after(l, STATUS_POLL_MS, poll_tick, s);
+}
+
+static uint64_t watchdog_ms;
+
+static void watchdog_tick(struct loop *l, void *arg)
+{
+	sd_notify_send("WATCHDOG=1");
+	loop_timer_after(l, watchdog_ms, watchdog_tick, arg);
+}
+
+int main(int argc, char **argv)
+{
+	struct supervisor *s = &sup;
+	struct source *src = NULL;
+	struct health *health = NULL;
+	struct rootdirs rd = { 0 };
+	sigset_t mask;
+	int sfd, r;
+
+	r = options_parse(argc, argv, &s->opt);
+	if (r)
+		return r > 0 ? 0 : 2;
+	log_setup("mokka-supervisor", s->opt.log_level, s->opt.log_format);
+	s->state_fd = -1;
+	s->phase = PASS_IDLE;
+	state_init(&s->state);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	locate_libexec(s);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	s->loop = loop_new();
+	if (sfd < 0 || !s->loop) {
+		log_error("event loop: %s", strerror(errno));
+		return 1;
+	}
+	loop_add_fd(s->loop, sfd, EPOLLIN, on_signal, s);
+
+	if (rootdirs_prepare(&rd, s->opt.host_root, s->opt.mock_root) < 0)
+		return 1;
+	if (workers_setup(s) < 0)
+		return 2;
+	if ((r = health_start(s->loop, s->opt.health_addr, &s->status, &health)) < 0) {
+		log_error("health listener %s: %s", s->opt.health_addr, strerror(-r));
+		rootdirs_cleanup(&rd);
+		return 1;
+	}
+	log_info("mokka-supervisor %s: host root %s, mock root %s, health %s, workers from %s",
+		 MOKKA_VERSION, s->opt.host_root[0] ? s->opt.host_root : "/", s->opt.mock_root,
+		 s->opt.health_addr, s->libexecdir);
+	workers_start_all(s);
+
+	struct source_opts so = {
+		.profile_path = s->opt.config,
+		.topology_path = s->opt.topology,
+		.resync_ms = s->opt.resync_ms,
+		.debounce_ms = 200,
+	};
+	if ((r = source_start(s->loop, &so, on_update, on_source_error, s, &src)) < 0) {
+		log_error("state source: %s", strerror(-r));
+		s->exit_code = 1;
+		reconcile_teardown(s);
+	}
+	loop_timer_after(s->loop, STATUS_POLL_MS, poll_tick, s);
+	if (sd_watchdog_interval_ms(&watchdog_ms) == 0 && watchdog_ms > 0)
+		loop_timer_after(s->loop, watchdog_ms, watchdog_tick, s);
+
+	while (!loop_stopped(s->loop))
+		loop_run_once(s->loop, -1);
+
+	if (src)
+		source_stop(src);
+	health_stop(health);
+	rootdirs_cleanup(&rd);
+	log_info("stopped");
+	return s->exit_code;
+}

@@ -1,0 +1,168 @@
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "supervisor/options.h"
+
+static const struct {
+	const char *unit;
+	double ms;
+} duration_units[] = {
+	{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+	{ "us", 0.001 }, { "ns", 0.000001 },
+};
+
+int parse_duration_ms(const char *s, uint64_t *ms)
+{
+	double total = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strcmp(s, "0") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	while (*s) {
+		char *end;
+		double v = strtod(s, &end);
+		size_t best = 0;
+		double mult = 0;
+
+		if (end == s || v < 0)
+			return -EINVAL;
+		for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+			size_t n = strlen(duration_units[i].unit);
+			/* longest match: "ms" before "m" */
+			if (strncmp(end, duration_units[i].unit, n) == 0 && n > best) {
+				best = n;
+				mult = duration_units[i].ms;
+			}
+		}
+		if (!best)
+			return -EINVAL;
+		total += v * mult;
+		s = end + best;
+	}
+	if (total > 1e12)
+		return -EINVAL;
+	*ms = (uint64_t)total;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: mokka-supervisor [OPTIONS]\n"
+	      "Make this node look like an NVIDIA GPU node: parse the desired state and run\n"
+	      "one isolated worker per simulator (stage, barrier, daemons, apply).\n\n"
+	      "  --foreground              stay attached (the default; for systemd Type=notify)\n"
+	      "  --config FILE             GPU profile (default: built-in 8x H100 SXM, 2 NUMA nodes)\n"
+	      "  --topology FILE           ComputeDomain topology document\n"
+	      "  --host-root DIR           root that host paths live under (default /)\n"
+	      "  --health-addr ADDR        health/metrics listener (default :9091)\n"
+	      "  --resync-interval DUR     re-read the files regardless (default 1m)\n"
+	      "  --shutdown-timeout DUR    teardown budget on SIGTERM (default 8s)\n"
+	      "  --log-level LEVEL         error|warn|info|debug (default info)\n"
+	      "  --log-format FMT          text|json (default text)\n"
+	      "  --node-name NAME          node name (default $NODE_NAME, else hostname)\n"
+	      "  --simulators LIST         comma-separated subset to run (default: all)\n"
+	      "  --mock-root PATH          host path of the mock tree (default /var/lib/nvml-mock)\n"
+	      "  --help, --version\n\n"
+	      "Health: GET /healthz, /readyz, /metrics on --health-addr.\n", f);
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+	enum { O_CONFIG = 256, O_TOPO, O_ROOT, O_HEALTH, O_RESYNC, O_SHUT, O_LVL, O_FMT,
+	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION };
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, O_FG },
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "topology", required_argument, NULL, O_TOPO },
+		{ "host-root", required_argument, NULL, O_ROOT },
+		{ "health-addr", required_argument, NULL, O_HEALTH },
+		{ "resync-interval", required_argument, NULL, O_RESYNC },
+		{ "shutdown-timeout", required_argument, NULL, O_SHUT },
+		{ "log-level", required_argument, NULL, O_LVL },
+		{ "log-format", required_argument, NULL, O_FMT },
+		{ "node-name", required_argument, NULL, O_NODE },
+		{ "simulators", required_argument, NULL, O_SIMS },
+		{ "mock-root", required_argument, NULL, O_MOCK },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->foreground = true;
+	o->health_addr = ":9091";
+	o->resync_ms = 60000;
+	o->shutdown_ms = 8000;
+	o->log_level = LOG_LVL_INFO;
+	o->log_format = LOG_FMT_TEXT;
+	o->mock_root = "/var/lib/nvml-mock";
+	if (getenv("NODE_NAME") && *getenv("NODE_NAME"))
+		snprintf(o->node_name, sizeof(o->node_name), "%s", getenv("NODE_NAME"));
+	else
+		gethostname(o->node_name, sizeof(o->node_name) - 1);
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_FG: o->foreground = true; break;
+		case O_CONFIG: o->config = optarg; break;
+		case O_TOPO: o->topology = *optarg ? optarg : NULL; break;
+		case O_ROOT:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "mokka-supervisor: --host-root: '%s' is not an absolute path\n", optarg);
+				return -EINVAL;
+			}
+			snprintf(o->host_root, sizeof(o->host_root), "%s", optarg);
+			for (size_t n = strlen(o->host_root); n > 0 && o->host_root[n - 1] == '/'; n--)
+				o->host_root[n - 1] = '\0';
+			break;
+		case O_HEALTH: o->health_addr = optarg; break;
+		case O_RESYNC:
+		case O_SHUT:
+			if (parse_duration_ms(optarg, c == O_RESYNC ? &o->resync_ms : &o->shutdown_ms) < 0) {
+				fprintf(stderr, "mokka-supervisor: --%s: invalid duration '%s' (e.g. 8s, 1m, 500ms)\n",
+					c == O_RESYNC ? "resync-interval" : "shutdown-timeout", optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_LVL:
+			if (log_parse_level(optarg, &o->log_level) < 0) {
+				fprintf(stderr, "mokka-supervisor: --log-level: want error|warn|info|debug, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_FMT:
+			if (log_parse_format(optarg, &o->log_format) < 0) {
+				fprintf(stderr, "mokka-supervisor: --log-format: want text|json, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_NODE: snprintf(o->node_name, sizeof(o->node_name), "%s", optarg); break;
+		case O_SIMS: o->simulators = optarg; break;
+		case O_MOCK:
+			if (optarg[0] != '/' || strstr(optarg, "..")) {
+				fprintf(stderr, "mokka-supervisor: --mock-root: want an absolute path without '..', got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->mock_root = optarg;
+			break;
+		case O_HELP: usage(stdout); return 1;
+		case O_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "mokka-supervisor: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}

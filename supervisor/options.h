@@ -1,0 +1,31 @@
+/* Command-line flags of mokka-supervisor (reference-compatible names). */
+#ifndef MOKKA_SUPERVISOR_OPTIONS_H
+#define MOKKA_SUPERVISOR_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "ipc/log.h"
+
+struct options {
+	bool foreground;
+	const char *config;		/* NULL: built-in default profile */
+	const char *topology;
+	char host_root[4096];		/* "" means / */
+	const char *health_addr;
+	uint64_t resync_ms;
+	uint64_t shutdown_ms;
+	enum log_level log_level;
+	enum log_format log_format;
+	char node_name[256];
+	const char *simulators;		/* comma list; NULL = all */
+	const char *mock_root;		/* host path of R */
+};
+
+/* 0 = run, 1 = exit 0 (help/version printed), -EINVAL = usage error
+ * (message printed). */
+int options_parse(int argc, char **argv, struct options *o);
+
+/* Go-style durations: "1m", "8s", "250ms", "1h30m", "1.5s".  0 or -EINVAL. */
+int parse_duration_ms(const char *s, uint64_t *ms);
+
+#endif

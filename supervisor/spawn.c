@@ -1,0 +1,118 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "supervisor/spawn.h"
+
+extern char **environ;
+
+static void close_from(int lowfd)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, (unsigned)lowfd, ~0u, 0) == 0)
+		return;
+#endif
+	for (int fd = lowfd; fd < 65536; fd++)
+		close(fd);
+}
+
+static int drop_bounding(const int *keep)
+{
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+		int kept = 0;
+		for (const int *k = keep; *k >= 0; k++)
+			kept |= *k == cap;
+		if (!kept && CAP_IS_SUPPORTED(cap) && cap_drop_bound((cap_value_t)cap) < 0 &&
+		    errno != EINVAL)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Runs in the child between fork and exec: async-signal-safe calls only
+ * (setenv/unsetenv on our private copy are fine after fork in a
+ * single-threaded parent). */
+static void child(const struct spawn_req *r, int errpipe)
+{
+	sigset_t none;
+	int e;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	setsid();
+	/* Lift the error pipe out of the way before pinning fd 3 and 4. */
+	errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, 10);
+	if (errpipe < 0)
+		_exit(127);
+	if (r->ipc_fd >= 0) {
+		if (r->ipc_fd == 3)
+			fcntl(3, F_SETFD, 0);
+		else if (dup2(r->ipc_fd, 3) < 0)
+			goto fail;
+	} else {
+		close(3);
+	}
+	if (dup2(errpipe, 4) < 0)
+		goto fail;
+	errpipe = 4;
+	fcntl(4, F_SETFD, FD_CLOEXEC);
+	close_from(5);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (r->keep_caps && drop_bounding(r->keep_caps) < 0)
+		goto fail;
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_PID");
+	for (char *const *e2 = r->env_add; e2 && *e2; e2++)
+		putenv(*e2);
+	execv(r->path, r->argv);
+fail:
+	e = errno;
+	(void)!write(errpipe, &e, sizeof(e));
+	_exit(127);
+}
+
+int spawn_process(const struct spawn_req *r, pid_t *pid, char *err, size_t errlen)
+{
+	int p[2], e = 0;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	*pid = fork();
+	if (*pid < 0) {
+		e = errno;
+		close(p[0]);
+		close(p[1]);
+		snprintf(err, errlen, "fork: %s", strerror(e));
+		return -e;
+	}
+	if (*pid == 0) {
+		close(p[0]);
+		child(r, p[1]);
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n == sizeof(e)) {
+		snprintf(err, errlen, "exec %s: %s", r->path, strerror(e));
+		/* the child exits 127 and is reaped by the SIGCHLD handler */
+		return -e;
+	}
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* What the supervisor knows about the node; health.c and metrics render it. */
+#ifndef MOKKA_SUPERVISOR_STATUS_H
+#define MOKKA_SUPERVISOR_STATUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct sim_status {
+	char name[32];
+	pid_t pid;			/* worker pid, 0 when not running */
+	bool stage_ok;			/* last Stage of this simulator */
+	char stage_error[512];		/* first error of the last failed Stage */
+	time_t failing_since;		/* wall clock, 0 when ok */
+	bool ready;
+	char not_ready_reason[256];
+	bool failed;			/* burst limit hit: not restarted */
+	unsigned restarts;
+	unsigned stage_failures, apply_failures;
+	double last_stage_seconds, last_apply_seconds;
+};
+
+struct daemon_status {
+	char name[32];			/* "mokka-fabricmanager" */
+	pid_t pid;
+	unsigned restarts;
+	bool failed;
+};
+
+struct node_status {
+	uint64_t generation;		/* of the state in force */
+	uint64_t passes_total, passes_failed;
+	bool have_state;		/* a good state was ever compiled */
+	bool last_stage_ok;
+	time_t stage_failing_since;
+	bool shutting_down;
+	int nsims;
+	struct sim_status *sims;
+	int ndaemons;
+	struct daemon_status *daemons;
+	char source_error[1024];	/* last source/compile error, "" if none */
+	time_t source_error_time;
+	uint64_t source_errors_total;
+	uint64_t reloads_total;
+};
+
+#endif

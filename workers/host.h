@@ -1,0 +1,50 @@
+/* Host-root helpers for simulators: every path is <host_root> + host path.
+ * All writes are atomic (temp + rename), and every created path is recorded
+ * in the simulator's ownership manifest so Discard removes exactly it. */
+#ifndef MOKKA_WORKERS_HOST_H
+#define MOKKA_WORKERS_HOST_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct manifest;
+
+struct host {
+	char root[4096];		/* --host-root, no trailing slash ("" for /) */
+	struct manifest *own;		/* may be NULL: nothing recorded */
+	/* What the previous pass owned, and the mock's own tree R (host path):
+	 * a path that already exists is ours only when prev lists it or it lies
+	 * strictly under R.  Anything else pre-existing is never recorded, so
+	 * never removed. */
+	const struct manifest *prev;
+	char mock_root[256];
+};
+
+/* Join root + host path ("/var/lib/x") into buf; -ENAMETOOLONG, -EINVAL
+ * when path is not absolute or contains a ".." component. */
+int host_path(const struct host *h, const char *path, char *buf, size_t len);
+
+/* mkdir -p of a host path; each directory created is recorded. */
+int host_mkdirs(struct host *h, const char *path, mode_t mode);
+
+/* Atomic write of a whole file (parents created).  Skips the write when
+ * the content is already identical (no mtime churn). */
+int host_write(struct host *h, const char *path, const void *data, size_t len,
+	       mode_t mode);
+int host_writef(struct host *h, const char *path, mode_t mode,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Symlink path -> target (target written verbatim), swapped atomically. */
+int host_symlink(struct host *h, const char *target, const char *path);
+
+/* Character device node, re-made when type or dev differ. */
+int host_mknod_chr(struct host *h, const char *path, mode_t mode,
+		   unsigned major, unsigned minor);
+
+/* Remove a file/link (not dirs); ENOENT is success. */
+int host_unlink(struct host *h, const char *path);
+
+/* Copy a file from an absolute path on this machine (not under root). */
+int host_copy_in(struct host *h, const char *src, const char *path, mode_t mode);
+
+#endif

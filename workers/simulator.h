@@ -1,0 +1,79 @@
+/* A simulator is a table of operations; workers/worker_main.c drives it
+ * from IPC (under the supervisor) or from the command line (standalone). */
+#ifndef MOKKA_WORKERS_SIMULATOR_H
+#define MOKKA_WORKERS_SIMULATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "ipc/state.h"
+#include "workers/host.h"
+
+enum sim_role {
+	SIM_ROLE_STAGE = 1 << 0,	/* stage/discard */
+	SIM_ROLE_APPLY = 1 << 1,	/* apply/revoke */
+	SIM_ROLE_DAEMON = 1 << 2,	/* describes a daemon the supervisor runs */
+};
+
+#define SIM_MAX_ERRORS 32
+
+/* Errors of one operation, each attributed to a surface. */
+struct sim_errors {
+	int n;
+	struct {
+		char surface[128];
+		char message[512];
+	} e[SIM_MAX_ERRORS];
+};
+
+void sim_error(struct sim_errors *errs, const char *surface, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* What the supervisor needs to run the simulator's daemon. */
+#define SIM_DAEMON_MAX_ARGS 16
+struct sim_daemon_spec {
+	char name[64];				/* "mokka-fabricmanager" */
+	char path[4096];			/* absolute executable */
+	char *argv[SIM_DAEMON_MAX_ARGS + 1];	/* heap strings, NULL-terminated */
+	char *env[SIM_DAEMON_MAX_ARGS + 1];	/* KEY=VALUE, heap, NULL-terminated */
+	char reload_file[4096];		/* state file the daemon re-reads on SIGHUP */
+};
+void sim_daemon_spec_free(struct sim_daemon_spec *d);
+
+struct sim_ctx {
+	struct host host;		/* root + the ownership manifest in use */
+	const char *name;		/* simulator name */
+	const char *bindir;		/* where our binaries live (daemon paths) */
+	const char *libdir;		/* where our shims live */
+	bool ready;
+	char not_ready_reason[256];
+	void *priv;			/* simulator's own */
+};
+
+struct simulator {
+	const char *name;
+	unsigned roles;
+	/* Stage: idempotent, converging.  Record everything created through
+	 * ctx->host.  Add errors to errs and return -errno on failure. */
+	int (*stage)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
+	int (*apply)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
+	/* Describe the daemon (SIM_ROLE_DAEMON); also writes the daemon's state
+	 * file (reload_file) so Reload is "rewrite + SIGHUP". */
+	int (*daemon)(struct sim_ctx *ctx, const struct state *s,
+		      struct sim_daemon_spec *out, struct sim_errors *errs);
+	/* Extra teardown beyond removing the manifest (may be NULL). */
+	int (*discard)(struct sim_ctx *ctx, struct sim_errors *errs);
+	int (*revoke)(struct sim_ctx *ctx, struct sim_errors *errs);
+	/* Readiness beyond "last Stage succeeded" (may be NULL): return true
+	 * or false with a reason. */
+	bool (*ready)(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len);
+};
+
+/* Between surfaces a long Apply may ask whether the supervisor cancelled
+ * the wave (fail-fast); it then stops and reports "aborted". */
+bool sim_aborted(struct sim_ctx *ctx);
+
+/* The worker binary's main: IPC mode when fd 3 is a socket and no verb is
+ * given, else the standalone CLI. */
+int worker_main(int argc, char **argv, const struct simulator *sim);
+
+#endif
