@@ -137,9 +137,38 @@ static void finish_stage(struct supervisor *s)
 	}
 }
 
+/* A failed pass is retried on its own (2 s doubling to 30 s), so a node
+ * recovers when the cause goes away (a full disk, a read-only target)
+ * without waiting for the next state change. */
+#define RETRY_FIRST_MS 2000
+#define RETRY_CAP_MS 30000
+static struct loop_timer *retry_timer;
+static uint64_t retry_ms;
+
+static void retry_fire(struct loop *l, void *arg)
+{
+	(void)l;
+	retry_timer = NULL;
+	reconcile_request(arg);
+}
+
+static void schedule_retry(struct supervisor *s, bool failed)
+{
+	if (!failed) {
+		retry_ms = 0;
+		return;
+	}
+	retry_ms = retry_ms ? retry_ms * 2 : RETRY_FIRST_MS;
+	if (retry_ms > RETRY_CAP_MS)
+		retry_ms = RETRY_CAP_MS;
+	if (!retry_timer)
+		retry_timer = loop_timer_after(s->loop, retry_ms, retry_fire, s);
+}
+
 static void finish_pass(struct supervisor *s, bool ok)
 {
 	s->status.passes_total++;
+	schedule_retry(s, !ok);
 	if (!ok) {
 		s->status.passes_failed++;
 		log_warn("reconcile: generation %llu failed; keeping what generation %llu published",
@@ -377,6 +406,10 @@ void reconcile_teardown(struct supervisor *s)
 	/* The teardown's own budget, independent of whatever was cancelled. */
 	s->shutdown_deadline = loop_timer_after(s->loop, s->opt.shutdown_ms, shutdown_deadline, s);
 	s->pass_pending = false;
+	if (retry_timer) {
+		loop_timer_cancel(s->loop, retry_timer);
+		retry_timer = NULL;
+	}
 	s->phase = PASS_REVOKE;
 	wave(s, ROLE_APPLY, IPC_OP_REVOKE, -1, s->opt.shutdown_ms);
 	teardown_step(s);

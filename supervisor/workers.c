@@ -110,9 +110,9 @@ static void clear_spec(struct worker_proc *w)
 static int worker_spawn(struct supervisor *s, struct worker_proc *w)
 {
 	int sv[2];
-	char path[4200], err[512], envroot[4200], envlvl[64], envfmt[64];
+	char path[4200], err[512], envroot[4200], envlvl[64], envfmt[64], envmock[300];
 	char *argv[] = { (char *)w->def->binary, NULL };
-	char *env[] = { envroot, envlvl, envfmt, NULL };
+	char *env[] = { envroot, envlvl, envfmt, envmock, NULL };
 	struct spawn_req req = { .path = path, .argv = argv, .env_add = env,
 				 .keep_caps = geteuid() == 0 ? w->def->caps : NULL };
 	int r;
@@ -126,6 +126,8 @@ static int worker_spawn(struct supervisor *s, struct worker_proc *w)
 		 (const char *[]){ "error", "warn", "info", "debug" }[s->opt.log_level]);
 	snprintf(envfmt, sizeof(envfmt), "MOKKA_LOG_FORMAT=%s",
 		 s->opt.log_format == LOG_FMT_JSON ? "json" : "text");
+	/* Discard must find the manifests even before any state arrived. */
+	snprintf(envmock, sizeof(envmock), "MOKKA_MOCK_ROOT=%s", s->opt.mock_root);
 	req.ipc_fd = sv[1];
 	backoff_started(&w->bo, loop_now_ms());
 	r = spawn_process(&req, &w->pid, err, sizeof(err));

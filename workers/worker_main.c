@@ -603,8 +603,13 @@ int worker_main(int argc, char **argv, const struct simulator *sim)
 	/* Under the supervisor: fd 3 is our socket and no verb is given. */
 	if (argc == 1 && fstat(IPC_WORKER_FD, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		const char *root = getenv("MOKKA_HOST_ROOT");
+		const char *mock = getenv("MOKKA_MOCK_ROOT");
 		if (root && strcmp(root, "/") != 0)
 			snprintf(w.ctx.host.root, sizeof(w.ctx.host.root), "%s", root);
+		state_init(&w.state);
+		if (mock && mock[0] == '/')
+			snprintf(w.state.mock_root, sizeof(w.state.mock_root), "%s", mock);
+		snprintf(w.ctx.host.mock_root, sizeof(w.ctx.host.mock_root), "%s", w.state.mock_root);
 		return ipc_mode(&w);
 	}
 

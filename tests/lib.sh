@@ -1,0 +1,87 @@
+# Shared helpers for integration tests (sourced).  Everything happens
+# under a fresh temp dir; only processes we started are ever signalled.
+set -u
+
+: "${MOKKA_BUILDDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${MOKKA_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
+B=$MOKKA_BUILDDIR
+S=$MOKKA_SRCDIR
+R=/var/lib/nvml-mock
+T=$(mktemp -d /tmp/mokka-test.XXXXXX)
+ROOT=$T/root
+mkdir -p "$ROOT"
+SUP_PID=
+PORT=
+FAILS=0
+
+note() { printf '# %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*"; FAILS=$((FAILS + 1)); }
+die() { printf 'FAIL: %s\n' "$*"; [ -n "$SUP_PID" ] && tail -50 "$T/sup.log" 2>/dev/null; exit 1; }
+pass() { printf 'ok: %s\n' "$*"; }
+check() { # check DESCRIPTION COMMAND...
+	local d=$1; shift
+	if "$@"; then pass "$d"; else fail "$d"; fi
+}
+
+cleanup() {
+	if [ -n "$SUP_PID" ] && kill -0 "$SUP_PID" 2>/dev/null; then
+		kill -TERM "$SUP_PID" 2>/dev/null
+		for _ in $(seq 100); do kill -0 "$SUP_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$SUP_PID" 2>/dev/null
+	fi
+	[ -n "${KEEP_T:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+
+free_port() {
+	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_supervisor ARGS... : runs in the background, log in $T/sup.log
+start_supervisor() {
+	PORT=$(free_port)
+	"$B/mokka-supervisor" --host-root "$ROOT" --health-addr "127.0.0.1:$PORT" \
+		--log-level debug "$@" > "$T/sup.log" 2>&1 &
+	SUP_PID=$!
+}
+
+# http PATH -> prints the status code; body in $T/body
+http() {
+	curl -s -o "$T/body" -w '%{http_code}' --max-time 2 "http://127.0.0.1:$PORT$1" || echo 000
+}
+
+# wait_for SECONDS COMMAND... : poll until COMMAND succeeds
+wait_for() {
+	local t=$1; shift
+	local end=$(( $(date +%s%N) / 1000000 + t * 1000 ))
+	while [ $(( $(date +%s%N) / 1000000 )) -lt $end ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+is_code() { [ "$(http "$1")" = "$2" ]; }
+metric() { # metric NAME_WITH_LABELS -> value
+	curl -s --max-time 2 "http://127.0.0.1:$PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# Snapshot of a tree: paths, types, modes, link targets and content sums.
+tree_snapshot() {
+	(cd "$1" && find . -printf '%p %y %m %l\n' | sort
+	 cd "$1" && find . -type f -exec sha1sum {} + | sort -k2)
+}
+
+worker_pid() { # worker_pid NAME -> pid of mokka-worker-NAME under the supervisor
+	pgrep -P "$SUP_PID" -f "mokka-worker-$1\$" | head -1
+}
+daemon_pid() { pgrep -P "$SUP_PID" -f '^nv-fabricmanager' | head -1; }
+
+finish() {
+	if [ "$FAILS" -gt 0 ]; then
+		note "$FAILS check(s) failed; supervisor log tail:"
+		tail -40 "$T/sup.log" 2>/dev/null | sed 's/^/# /'
+		exit 1
+	fi
+	exit 0
+}
