@@ -1,0 +1,58 @@
+#!/bin/bash
+# Set everything up on a fresh Debian 12 machine and run every test:
+# dependencies, a -Werror build + `make check`, an ASan/UBSan build +
+# `make check`, then `make distcheck`.  Needs root (mknod, namespaces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+jobs=$(nproc 2>/dev/null || echo 2)
+
+if [ "${MOKKA_SKIP_DEPS:-0}" != 1 ]; then
+	./scripts/install-deps.sh
+fi
+./autogen.sh
+
+summary=()
+total_pass=0
+total_fail=0
+count() { # count BUILDDIR LABEL
+	local p f
+	p=$(cat "$1"/test-suite.log 2>/dev/null | awk '/^# PASS:/{print $3}')
+	f=$(cat "$1"/test-suite.log 2>/dev/null | awk '/^# (FAIL|ERROR|XPASS):/{s+=$3} END{print s+0}')
+	total_pass=$((total_pass + ${p:-0}))
+	total_fail=$((total_fail + ${f:-0}))
+	summary+=("$2: ${p:-0} passed, ${f:-0} failed")
+}
+
+run_check() { # run_check BUILDDIR LABEL CONFIGURE-ARGS...
+	local dir=$1 label=$2; shift 2
+	rm -rf "$dir"; mkdir -p "$dir"
+	(cd "$dir" && "$top/configure" -q "$@" && make -j"$jobs" >/dev/null) || return 1
+	local rc=0
+	make -C "$dir" -j"$jobs" check || rc=$?
+	count "$dir" "$label"
+	if [ $rc -ne 0 ]; then
+		cat "$dir"/test-suite.log || true
+		for f in "$dir"/tests/integration/*.log; do
+			grep -q '^FAIL' "$f" 2>/dev/null && { echo "== $f"; cat "$f"; }
+		done
+	fi
+	return $rc
+}
+
+rc=0
+run_check build-ci "gcc -Werror" --enable-werror || rc=1
+# Sanitizers: ASan + UBSan over the unit, fuzz and integration tests.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	run_check build-san "ASan+UBSan" --enable-sanitizers || rc=1
+# distcheck: the tarball builds, tests and installs from a clean tree.
+if [ $rc -eq 0 ]; then
+	FUZZ_ITERATIONS=2000 make -C build-ci distcheck >build-ci/distcheck.log 2>&1 \
+		&& summary+=("distcheck: ok") \
+		|| { tail -60 build-ci/distcheck.log; summary+=("distcheck: FAILED"); rc=1; }
+fi
+
+printf '%s\n' "${summary[@]}"
+[ $rc -eq 0 ] || total_fail=$((total_fail > 0 ? total_fail : 1))
+echo "$total_pass passed, $total_fail failed"
+exit $rc
