@@ -130,9 +130,8 @@ check_way() {
 	run_lspci "$way" "$r" -vv >"$TMP/vv" || fail "$name/$way: lspci -vv failed"
 	run_lspci "$way" "$r" -k >"$TMP/k" || fail "$name/$way: lspci -k failed"
 
-	while read -r bdf dev; do
+	while read -r bdf dev label; do
 		[ "$way" = proc ] && case $bdf in 0000:*) ;; *) continue ;; esac
-		label=$(ids_name "$dev")
 		line=$(grep "^$bdf " "$TMP/nn")
 		want="3D controller [0302]: NVIDIA Corporation ${label:-*} [10de:$dev]"
 		if [ -n "$label" ]; then
@@ -155,8 +154,10 @@ check_way() {
 			# pciutils 3.9's proc backend misparses the driver column
 			# after 64-bit BARs (the host's real file too: "Kernel
 			# driver in use: 0"), so read the column itself.
-			drv=$(awk -F'\t' -v k="$(echo "$bdf" | cut -c6-7)$(printf '%02x' $(( 0x$(echo "$bdf" | cut -c9-10) * 8 + $(echo "$bdf" | cut -c12) )))" \
-				'$1 == k { print $NF }' "$r/proc/bus/pci/devices")
+			bus=${bdf#*:} slot=${bdf##*:}
+			key=${bus%%:*}$(printf '%02x' $((0x${slot%.*} * 8 + ${slot#*.})))
+			drv=$(awk -F'\t' -v k="$key" '$1 == k { print $NF }' \
+				"$r/proc/bus/pci/devices")
 			[ "$drv" = nvidia ] ||
 				fail "$name/$way: $bdf: /proc/bus/pci/devices driver '$drv'"
 			continue
@@ -188,7 +189,8 @@ for profile in "$S"/etc/profiles/*.yaml; do
 	: >"$TMP/gpus"
 	awk '$1 == "dev" { print $2, $3 }' "$TMP/parsed" | while read -r bdf did; do
 		case $did in ''|0|0x0|0x00000000) did=$ddid ;; esac
-		printf '%s %s\n' "$bdf" "$(printf '%08x' "$did" | cut -c1-4)"
+		dev=$(printf '%08x' "$did" | cut -c1-4)
+		printf '%s %s %s\n' "$bdf" "$dev" "$(ids_name "$dev")"
 	done >"$TMP/gpus"
 	if [ -n "$num" ] && [ "$num" -gt 0 ] 2>/dev/null; then
 		head -n "$num" "$TMP/gpus" >"$TMP/gpus.cap" && mv "$TMP/gpus.cap" "$TMP/gpus"

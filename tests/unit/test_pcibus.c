@@ -278,6 +278,18 @@ Test(pcibus, bad_bus_id_is_refused_and_others_render)
 	expect_file(GPU0 "/vendor", "0x10de\n");
 }
 
+Test(pcibus, root_mock_root_is_refused)
+{
+	char path[4096];
+
+	snprintf(st.mock_root, sizeof(st.mock_root), "/");
+	cr_expect_eq(pcibus_simulator.stage(&ctx, &st, &errs), -EINVAL);
+	cr_assert_geq(errs.n, 1);
+	cr_expect_str_eq(errs.e[0].surface, "mock_root");
+	snprintf(path, sizeof(path), "%s/sys", tmp);
+	cr_expect_neq(access(path, F_OK), 0, "nothing rendered over the host's /sys");
+}
+
 Test(pcibus, duplicate_bus_id_is_refused)
 {
 	snprintf(st.devices[3].bus_id, sizeof(st.devices[3].bus_id), "0000:9a:00.0");

@@ -428,9 +428,10 @@ int pcibus_plan_build(const struct state *s, struct pcibus_plan *p, struct sim_e
 	int first = 0, ngpus;
 
 	memset(p, 0, sizeof(*p));
-	if (s->mock_root[0] != '/') {
-		sim_error(errs, "mock_root", "pcibus: mock root \"%s\": not an absolute path",
-			  s->mock_root);
+	/* "/" or a relative R would put the tree over the host's own /sys. */
+	if (s->mock_root[0] != '/' || strspn(s->mock_root, "/") == strlen(s->mock_root)) {
+		sim_error(errs, "mock_root", "pcibus: mock root \"%s\": not an absolute path "
+			  "below /", s->mock_root);
 		return -EINVAL;
 	}
 	snprintf(p->mock_root, sizeof(p->mock_root), "%s", s->mock_root);
@@ -489,6 +490,10 @@ static int pcibus_stage(struct sim_ctx *ctx, const struct state *s, struct sim_e
 		return -ENOMEM;
 	}
 	pcibus_first_error(&first, pcibus_plan_build(s, p, errs));
+	if (!p->mock_root[0]) {
+		free(p);
+		return first;
+	}
 	/* Render what could be planned even when a device was refused, so
 	 * every error of this pass is reported at once. */
 	pcibus_first_error(&first, sysfs_tree_render(&ctx->host, p, errs));
