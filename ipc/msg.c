@@ -165,7 +165,7 @@ int ipc_decode(const char *buf, size_t len, struct ipc_msg *m, char *err, size_t
 		goto bad;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(m->json, "v");
-	if (!cJSON_IsNumber(v) || v->valueint != IPC_VERSION) {
+	if (!cJSON_IsNumber(v) || v->valuedouble != IPC_VERSION) {
 		snprintf(err, errlen, "missing or unsupported protocol version \"v\"");
 		goto bad;
 	}

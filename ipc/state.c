@@ -142,7 +142,8 @@ static int get_fields(const cJSON *obj, void *base, const struct field *f, size_
 			break;
 		case F_U64: {
 			char *end;
-			ok = cJSON_IsString(v);
+			/* digits only: strtoull would take "-1", " 1" or "+1" */
+			ok = cJSON_IsString(v) && isdigit((unsigned char)v->valuestring[0]);
 			if (ok) {
 				errno = 0;
 				unsigned long long x = strtoull(v->valuestring, &end, 10);
@@ -240,7 +241,7 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 		return -EINVAL;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "state_version");
-	if (!cJSON_IsNumber(v) || v->valueint != STATE_VERSION) {
+	if (!cJSON_IsNumber(v) || v->valuedouble != STATE_VERSION) {
 		snprintf(err, errlen, "state: unsupported state_version");
 		goto out;
 	}

@@ -29,8 +29,21 @@ struct loop {
 	int epfd, tfd;
 	struct loop_fd *fds;
 	struct loop_timer *timers;
+	/* Removed fds, freed only after the current batch: an event of this
+	 * batch may still point at them, and a new fd must not get their
+	 * address meanwhile. */
+	struct loop_fd *dead;
 	int stopped;
 };
+
+static void free_dead(struct loop *l)
+{
+	while (l->dead) {
+		struct loop_fd *n = l->dead->next;
+		free(l->dead);
+		l->dead = n;
+	}
+}
 
 uint64_t loop_now_ms(void)
 {
@@ -88,6 +101,7 @@ void loop_free(struct loop *l)
 		free(l->fds);
 		l->fds = n;
 	}
+	free_dead(l);
 	while (l->timers) {
 		struct loop_timer *n = l->timers->next;
 		free(l->timers);
@@ -153,8 +167,9 @@ int loop_del_fd(struct loop *l, int fd)
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
 	*pp = f->next;
 	/* Events of this batch still pointing at f are dropped by the
-	 * fd_alive() check in loop_run_once. */
-	free(f);
+	 * fd_alive() check in loop_run_once; f is freed after the batch. */
+	f->next = l->dead;
+	l->dead = f;
 	return 0;
 }
 
@@ -228,13 +243,14 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 			run_timers(l);
 			continue;
 		}
-		/* An earlier callback of this batch may have removed it (and
-		 * the allocator may have reused the address for a new fd; the
-		 * fd number check narrows that to the same fd). */
+		/* An earlier callback of this batch may have removed it (its
+		 * memory stays allocated until the batch ends, so no new fd
+		 * can have the same address). */
 		if (!fd_alive(l, f))
 			continue;
 		f->cb(l, f->fd, evs[i].events, f->arg);
 	}
+	free_dead(l);
 	/* Timers that fell due while callbacks ran. */
 	if (l->timers && l->timers->due <= loop_now_ms())
 		run_timers(l);

@@ -89,6 +89,8 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 		set_source_error(s, "cannot encode the compiled state");
 		return;
 	}
+	if (r > 0)
+		return;	/* same compiled state: nothing to do */
 	log_info("desired state: generation %llu (%d GPUs, node %s)",
 		 (unsigned long long)s->state.generation, s->state.num_devices, s->opt.node_name);
 }

@@ -31,7 +31,7 @@ int parse_duration_ms(const char *s, uint64_t *ms)
 		size_t best = 0;
 		double mult = 0;
 
-		if (end == s || v < 0)
+		if (end == s || !(v >= 0))	/* also NaN */
 			return -EINVAL;
 		for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
 			size_t n = strlen(duration_units[i].unit);

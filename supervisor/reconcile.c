@@ -84,8 +84,41 @@ static bool workers_settling(const struct supervisor *s)
 	return false;
 }
 
+/* A failed pass is retried on its own (2 s doubling to 30 s), so a node
+ * recovers when the cause goes away (a full disk, a read-only target)
+ * without waiting for the next state change. */
+#define RETRY_FIRST_MS 2000
+#define RETRY_CAP_MS 30000
+static struct loop_timer *retry_timer;
+static uint64_t retry_ms;
+
+static void retry_fire(struct loop *l, void *arg)
+{
+	(void)l;
+	retry_timer = NULL;
+	reconcile_request(arg);
+}
+
+static void schedule_retry(struct supervisor *s, bool failed)
+{
+	if (!failed) {
+		retry_ms = 0;
+		return;
+	}
+	retry_ms = retry_ms ? retry_ms * 2 : RETRY_FIRST_MS;
+	if (retry_ms > RETRY_CAP_MS)
+		retry_ms = RETRY_CAP_MS;
+	if (!retry_timer)
+		retry_timer = loop_timer_after(s->loop, retry_ms, retry_fire, s);
+}
+
 static void start_pass(struct supervisor *s)
 {
+	/* This pass is the retry, if one was pending. */
+	if (retry_timer) {
+		loop_timer_cancel(s->loop, retry_timer);
+		retry_timer = NULL;
+	}
 	s->pass_gen = s->state.generation;
 	s->pass_started_ms = loop_now_ms();
 	s->phase = PASS_STAGE;
@@ -137,34 +170,6 @@ static void finish_stage(struct supervisor *s)
 	}
 }
 
-/* A failed pass is retried on its own (2 s doubling to 30 s), so a node
- * recovers when the cause goes away (a full disk, a read-only target)
- * without waiting for the next state change. */
-#define RETRY_FIRST_MS 2000
-#define RETRY_CAP_MS 30000
-static struct loop_timer *retry_timer;
-static uint64_t retry_ms;
-
-static void retry_fire(struct loop *l, void *arg)
-{
-	(void)l;
-	retry_timer = NULL;
-	reconcile_request(arg);
-}
-
-static void schedule_retry(struct supervisor *s, bool failed)
-{
-	if (!failed) {
-		retry_ms = 0;
-		return;
-	}
-	retry_ms = retry_ms ? retry_ms * 2 : RETRY_FIRST_MS;
-	if (retry_ms > RETRY_CAP_MS)
-		retry_ms = RETRY_CAP_MS;
-	if (!retry_timer)
-		retry_timer = loop_timer_after(s->loop, retry_ms, retry_fire, s);
-}
-
 static void finish_pass(struct supervisor *s, bool ok)
 {
 	s->status.passes_total++;
@@ -179,6 +184,9 @@ static void finish_pass(struct supervisor *s, bool ok)
 		log_info("reconcile: generation %llu published in %llu ms",
 			 (unsigned long long)s->pass_gen,
 			 (unsigned long long)(loop_now_ms() - s->pass_started_ms));
+		/* Readiness may have changed with the publish: ask now rather
+		 * than at the next poll. */
+		workers_poll_status(s);
 		if (!s->first_ready_sent) {
 			s->first_ready_sent = true;
 			sd_notify_send("READY=1\nSTATUS=node published");
@@ -341,12 +349,28 @@ void reconcile_progress(struct supervisor *s)
 	}
 }
 
+/* The compiled state without its generation, to tell a real change from
+ * bytes that differ but mean the same (whitespace, comments, restore). */
+static char *last_fingerprint;
+
 int reconcile_set_state(struct supervisor *s, struct state *st)
 {
-	char *json;
+	char *json, *fp;
 	size_t len;
 	int fd, r;
 
+	st->generation = 0;
+	if ((r = state_encode(st, &fp, &len)) < 0)
+		return r;
+	if (last_fingerprint && strcmp(fp, last_fingerprint) == 0 && s->have_state) {
+		free(fp);
+		state_free(st);
+		log_info("desired state: compiles to generation %llu unchanged; nothing to do",
+			 (unsigned long long)s->state.generation);
+		return 1;
+	}
+	free(last_fingerprint);
+	last_fingerprint = fp;
 	st->generation = ++s->next_gen;
 	if ((r = state_encode(st, &json, &len)) < 0)
 		return r;

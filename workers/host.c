@@ -61,6 +61,9 @@ int host_mkdirs(struct host *h, const char *path, mode_t mode)
 
 	if (n >= sizeof(hp) || path[0] != '/')
 		return -EINVAL;
+	/* Check the whole path before creating any prefix of it. */
+	if ((r = host_path(h, path, full, sizeof(full))) < 0)
+		return r;
 	memcpy(hp, path, n + 1);
 	while (n > 1 && hp[n - 1] == '/')
 		hp[--n] = '\0';

@@ -66,8 +66,11 @@ int manifest_load(struct manifest *m, const char *file)
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
 	while ((n = getline(&line, &cap, f)) > 0) {
-		if (line[n - 1] == '\n')
-			line[--n] = '\0';
+		/* Every saved line ends in '\n': one without it was cut off and
+		 * may name a prefix of the real path. */
+		if (line[n - 1] != '\n')
+			continue;
+		line[--n] = '\0';
 		/* Ignore malformed lines: a torn manifest must not make us
 		 * remove something outside what it names. */
 		if (n < 3 || (line[0] != 'f' && line[0] != 'd') || line[1] != ' ' || line[2] != '/')

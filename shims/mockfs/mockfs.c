@@ -15,7 +15,7 @@
  * If R + path + NUL exceeds PATH_MAX the call fails with ENAMETOOLONG; it
  * never falls back to the host path.  *at() calls rewrite absolute paths
  * only (the kernel ignores dirfd for those); relative and dirfd-relative
- * lookups, chdir, openat2, nftw and fdopendir are not covered.
+ * lookups, chdir, openat2, scandirat, nftw and fdopendir are not covered.
  *
  * realpath() is interposed because glibc resolves links internally (its
  * readlink calls bypass this shim) and libpci derives the driver name from
@@ -175,7 +175,7 @@ static int map_path(const char *path, char buf[PATH_MAX], const char **out)
 
 static bool needs_mode(int flags)
 {
-	return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE;
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
 /* ---- open family ------------------------------------------------------- */
@@ -258,6 +258,18 @@ EXPORT int scandir(const char *path, struct dirent ***list, scan_filter filt,
 		   scan_cmp cmp)
 {
 	REAL(scandir, -1);
+	MAP(path, -1);
+	return real(p, list, filt, cmp);
+}
+
+/* _FILE_OFFSET_BITS=64 programs call the 64 variant, even on LP64. */
+typedef int (*scan_filter64)(const struct dirent64 *);
+typedef int (*scan_cmp64)(const struct dirent64 **, const struct dirent64 **);
+
+EXPORT int scandir64(const char *path, struct dirent64 ***list,
+		     scan_filter64 filt, scan_cmp64 cmp)
+{
+	REAL(scandir64, -1);
 	MAP(path, -1);
 	return real(p, list, filt, cmp);
 }
@@ -361,6 +373,21 @@ EXPORT int faccessat(int dirfd, const char *path, int amode, int flags)
 	return real(dirfd, p, amode, flags);
 }
 
+/* glibc's euidaccess reaches the kernel internally, past faccessat. */
+EXPORT int euidaccess(const char *path, int amode)
+{
+	REAL(euidaccess, -1);
+	MAP(path, -1);
+	return real(p, amode);
+}
+
+EXPORT int eaccess(const char *path, int amode)
+{
+	REAL(eaccess, -1);
+	MAP(path, -1);
+	return real(p, amode);
+}
+
 EXPORT ssize_t readlink(const char *path, char *out, size_t len)
 {
 	REAL(readlink, -1);
@@ -403,7 +430,8 @@ static size_t root_prefix(const char *s)
 	return 0;
 }
 
-EXPORT char *realpath(const char *path, char *resolved)
+/* Shared by realpath and __realpath_chk, bound locally (no PLT). */
+static char *mock_realpath(const char *path, char *resolved)
 {
 	REAL(realpath, NULL);
 	MAP(path, NULL);
@@ -428,6 +456,11 @@ EXPORT char *realpath(const char *path, char *resolved)
 	return resolved;
 }
 
+EXPORT char *realpath(const char *path, char *resolved)
+{
+	return mock_realpath(path, resolved);
+}
+
 EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)
 {
 	if (resolved && len < PATH_MAX) {
@@ -435,5 +468,5 @@ EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)
 		REAL(__realpath_chk, NULL);
 		return real(path, resolved, len);
 	}
-	return realpath(path, resolved);
+	return mock_realpath(path, resolved);
 }

@@ -24,9 +24,9 @@ needed=$(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }')
 # Exactly the interposers are exported.
 want="__fxstatat __fxstatat64 __lxstat __lxstat64 __open64_2 __open_2
 __openat64_2 __openat_2 __readlink_chk __readlinkat_chk __realpath_chk
-__xstat __xstat64 access faccessat fopen fopen64 fstatat fstatat64 lstat
+__xstat __xstat64 access eaccess euidaccess faccessat fopen fopen64 fstatat fstatat64 lstat
 lstat64 open open64 openat openat64 opendir readlink readlinkat realpath
-scandir stat stat64 statx"
+scandir scandir64 stat stat64 statx"
 got=$(nm -D --defined-only "$so" | awk '{ print $3 }' | sort | tr '\n' ' ')
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 [ "$got" = "$want" ] || fail "exports differ: got [$got] want [$want]"

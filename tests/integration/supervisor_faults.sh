@@ -102,7 +102,7 @@ for _ in $(seq 20); do
 	if [ "$(http /healthz)" = 503 ] && grep -q pcibus "$T/body"; then saw503=yes; fi
 	sleep 0.1
 done
-check "failure reported (/healthz 503 naming pcibus, or the log)" \
+check "failure reported (/healthz 503 naming pcibus: $saw503, or the log)" \
 	sh -c "[ $saw503 = yes ] || grep -q 'stage pcibus failed' '$T/sup.log'"
 check "log names the failed stage of pcibus" grep -q 'stage pcibus failed' "$T/sup.log"
 wait_for 10 new_pid pcibus "$old" || fail "pcibus did not come back after the mid-Stage kill"
@@ -114,6 +114,14 @@ check "generation advanced ($g0 -> $(metric mokka_generation))" [ "$(metric mokk
 now=$(pids_of)
 check "nvlink, fabricmanager and the daemon kept their PIDs ($snap / $now)" \
 	[ "$(pids_except pcibus "$snap")" = "$(pids_except pcibus "$now")" ]
+# Once the generation is published, nothing is left to retry: a retry timer
+# armed by the failed pass must not run the same generation again.
+sleep 1
+g1=$(metric mokka_generation)
+extra=$(awk -v p="reconcile: generation $g1 published" -v st="reconcile: generation $g1: stage" '
+	index($0, p) { done = 1; next }
+	done && index($0, st) { n++ } END { print n + 0 }' "$T/sup.log")
+check "no redundant pass of generation $g1 after it was published ($extra)" [ "$extra" -eq 0 ]
 
 # ---- kill -9 of the daemon ----
 wait_for 20 idle || fail "node not idle before the daemon kill"

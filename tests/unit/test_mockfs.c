@@ -138,6 +138,15 @@ static void probe(const char *op, const char *p)
 		if (rc >= 0)
 			free(list);
 		out_rc(rc, b);
+	} else if (!strcmp(op, "scandir64")) {
+		struct dirent64 **list;
+		rc = scandir64(p, &list, NULL, alphasort64);
+		snprintf(b, sizeof(b), "%d", rc);
+		for (int i = 0; i < rc; i++)
+			free(list[i]);
+		if (rc >= 0)
+			free(list);
+		out_rc(rc, b);
 	} else if (!strcmp(op, "stat")) {
 		rc = stat(p, &st);
 		out_stat(rc, st.st_size, st.st_mode);
@@ -174,6 +183,10 @@ static void probe(const char *op, const char *p)
 		}
 	} else if (!strcmp(op, "access")) {
 		out_rc(access(p, R_OK), NULL);
+	} else if (!strcmp(op, "euidaccess")) {
+		out_rc(euidaccess(p, R_OK), NULL);
+	} else if (!strcmp(op, "eaccess")) {
+		out_rc(eaccess(p, R_OK), NULL);
 	} else if (!strcmp(op, "faccessat")) {
 		out_rc(faccessat(dfd, p, R_OK, AT_EACCESS), NULL);
 	} else if (!strcmp(op, "readlink") || !strcmp(op, "readlinkat") ||
@@ -397,6 +410,7 @@ Test(mockfs, mock_tree_replaces_host_view)
 	/* only the mock device is listed, whatever the host has */
 	expect(root, "opendir", "/sys/bus/pci/devices", "OK " BDF " \n");
 	expect(root, "scandir", "/sys/bus/pci/devices", "OK 3\n");
+	expect(root, "scandir64", "/sys/bus/pci/devices", "OK 3\n");
 	/* a host-only PCI path is ENOENT, never the host's */
 	expect(root, "access", "/sys/bus/pci/slots", err(ENOENT));
 	expect(root, "opendir", "/sys/devices/pci0000:ff", err(ENOENT));
@@ -432,6 +446,8 @@ Test(mockfs, access_and_links)
 {
 	expect(root, "access", "/sys/bus/pci", "OK \n");
 	expect(root, "faccessat", DEV "/marker", "OK \n");
+	expect(root, "euidaccess", DEV "/marker", "OK \n");
+	expect(root, "eaccess", DEV "/nope", err(ENOENT));
 	expect(root, "faccessat", DEV "/nope", err(ENOENT));
 	expect(root, "readlink", DEV, "OK ../../../devices/pci0000:00/" BDF "\n");
 	expect(root, "readlinkat", DEV,
