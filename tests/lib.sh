@@ -23,12 +23,17 @@ check() { # check DESCRIPTION COMMAND...
 	if "$@"; then pass "$d"; else fail "$d"; fi
 }
 
-cleanup() {
+stop_supervisor() {
 	if [ -n "$SUP_PID" ] && kill -0 "$SUP_PID" 2>/dev/null; then
 		kill -TERM "$SUP_PID" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$SUP_PID" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 150); do kill -0 "$SUP_PID" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$SUP_PID" 2>/dev/null
 	fi
+	SUP_PID=
+}
+
+cleanup() {
+	stop_supervisor
 	[ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -78,6 +83,13 @@ worker_pid() { # worker_pid NAME -> pid of mokka-worker-NAME under the superviso
 daemon_pid() { pgrep -P "$SUP_PID" -f '^nv-fabricmanager' | head -1; }
 
 finish() {
+	stop_supervisor
+	# Sanitizer builds: a report from the supervisor, a worker or a daemon
+	# fails the test even when the process was restarted.
+	if grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error:' "$T"/*.log 2>/dev/null; then
+		fail "sanitizer report in a process log"
+		grep -h -A20 'AddressSanitizer\|LeakSanitizer\|runtime error:' "$T"/*.log | head -60 | sed 's/^/# /'
+	fi
 	if [ "$FAILS" -gt 0 ]; then
 		note "$FAILS check(s) failed; supervisor log tail:"
 		tail -40 "$T/sup.log" 2>/dev/null | sed 's/^/# /'
