@@ -1,5 +1,5 @@
-/* The worker side: IPC mode under the supervisor (fd 3), or the
- * stand-alone CLI for debugging one simulator. */
+/* The worker entry point and its stand-alone CLI for debugging one
+ * simulator. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -22,398 +22,7 @@
 #include "supervisor/source.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
-
-/* Exit statuses the supervisor can tell apart. */
-enum { WORKER_EXIT_OK = 0, WORKER_EXIT_USAGE = 2, WORKER_EXIT_PROTOCOL = 3,
-       WORKER_EXIT_FAILED = 4 };
-
-struct worker {
-	const struct simulator *sim;
-	struct sim_ctx ctx;
-	struct state state;
-	bool have_state;
-	int sock;		/* -1 in CLI mode */
-	char bindir[PATH_MAX], libdir[PATH_MAX];
-};
-
-void sim_error(struct sim_errors *errs, const char *surface, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errs->n >= SIM_MAX_ERRORS)
-		return;
-	snprintf(errs->e[errs->n].surface, sizeof(errs->e[0].surface), "%s", surface);
-	va_start(ap, fmt);
-	vsnprintf(errs->e[errs->n].message, sizeof(errs->e[0].message), fmt, ap);
-	va_end(ap);
-	errs->n++;
-}
-
-void sim_daemon_spec_free(struct sim_daemon_spec *d)
-{
-	for (int i = 0; d->argv[i]; i++)
-		free(d->argv[i]);
-	for (int i = 0; d->env[i]; i++)
-		free(d->env[i]);
-	memset(d, 0, sizeof(*d));
-}
-
-static struct worker *the_worker;
-
-bool sim_aborted(struct sim_ctx *ctx)
-{
-	struct worker *w = the_worker;
-	char buf[IPC_MAX_MSG + 1];
-	struct ipc_msg m;
-	char err[256];
-
-	(void)ctx;
-	if (!w || w->sock < 0)
-		return false;
-	/* Peek so that a message other than abort stays queued. */
-	ssize_t n = recv(w->sock, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-	if (n <= 0)
-		return n == 0;	/* EOF: the supervisor is gone, stop too */
-	if (ipc_decode(buf, (size_t)n, &m, err, sizeof(err)) == 1) {
-		bool abort_op = m.op == IPC_OP_ABORT;
-		cJSON_Delete(m.json);
-		return abort_op;
-	}
-	return false;
-}
-
-static void manifest_file(const struct worker *w, const char *kind, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s/state/%s.%s.manifest", w->ctx.host.root,
-		 w->state.mock_root, w->sim->name, kind);
-}
-
-static int ensure_state_dir(struct worker *w)
-{
-	char dir[PATH_MAX + 300];
-	struct host bare = w->ctx.host;
-
-	bare.own = NULL;	/* R/state is the supervisor's, not the simulator's */
-	bare.prev = NULL;
-	snprintf(dir, sizeof(dir), "%s/state", w->state.mock_root);
-	return host_mkdirs(&bare, dir, 0755);
-}
-
-/* Stage and Apply share this: run op with a fresh manifest, converge
- * against the previous one, persist the union on failure so nothing we
- * created is ever forgotten. */
-static int run_owned(struct worker *w, const char *kind,
-		     int (*op)(struct sim_ctx *, const struct state *, struct sim_errors *),
-		     struct sim_errors *errs)
-{
-	struct manifest old, cur;
-	char file[PATH_MAX + 400];
-	int r;
-
-	if ((r = ensure_state_dir(w)) < 0) {
-		sim_error(errs, "state", "%s/state: mkdir: %s", w->state.mock_root, strerror(-r));
-		return r;
-	}
-	manifest_file(w, kind, file, sizeof(file));
-	if ((r = manifest_load(&old, file)) < 0) {
-		sim_error(errs, "manifest", "%s: %s", file, strerror(-r));
-		return r;
-	}
-	manifest_init(&cur);
-	w->ctx.host.own = &cur;
-	w->ctx.host.prev = &old;
-	r = op(&w->ctx, &w->state, errs);
-	if (r == 0 && errs->n > 0)
-		r = -EIO;
-	w->ctx.host.own = NULL;
-	w->ctx.host.prev = NULL;
-	if (r == 0) {
-		int e = manifest_remove_stale(w->ctx.host.root, &old, &cur);
-		if (e < 0)
-			log_warn("%s: converge: %s", w->sim->name, strerror(-e));
-	} else {
-		for (size_t i = 0; i < old.n; i++)
-			manifest_add(&cur, old.paths[i], old.kinds[i]);
-	}
-	int s = manifest_save(&cur, file);
-	if (s < 0) {
-		sim_error(errs, "manifest", "%s: save: %s", file, strerror(-s));
-		if (r == 0)
-			r = s;
-	}
-	manifest_free(&old);
-	manifest_free(&cur);
-	return r;
-}
-
-static int remove_owned(struct worker *w, const char *kind,
-			int (*extra)(struct sim_ctx *, struct sim_errors *),
-			struct sim_errors *errs)
-{
-	struct manifest old;
-	char file[PATH_MAX + 400];
-	int r;
-
-	if (extra && (r = extra(&w->ctx, errs)) < 0)
-		sim_error(errs, kind, "%s", strerror(-r));
-	manifest_file(w, kind, file, sizeof(file));
-	if ((r = manifest_load(&old, file)) < 0) {
-		sim_error(errs, "manifest", "%s: %s", file, strerror(-r));
-		return r;
-	}
-	r = manifest_remove_stale(w->ctx.host.root, &old, NULL);
-	if (r < 0)
-		sim_error(errs, kind, "remove: %s", strerror(-r));
-	manifest_free(&old);
-	if (r == 0 && unlink(file) < 0 && errno != ENOENT)
-		r = -errno;
-	return r ? r : errs->n ? -EIO : 0;
-}
-
-static int op_stage(struct worker *w, struct sim_errors *errs)
-{
-	const char *delay = getenv("MOKKA_TEST_STAGE_DELAY_MS");
-
-	/* Test hook: widen the window in which a test kills a worker
-	 * mid-Stage. */
-	if (delay && atoi(delay) > 0) {
-		struct timespec ts = { atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
-	}
-	if (!w->sim->stage)
-		return 0;
-	return run_owned(w, "stage", w->sim->stage, errs);
-}
-
-static int op_apply(struct worker *w, struct sim_errors *errs)
-{
-	if (!w->sim->apply)
-		return 0;
-	return run_owned(w, "apply", w->sim->apply, errs);
-}
-
-static int op_discard(struct worker *w, struct sim_errors *errs)
-{
-	int r = remove_owned(w, "stage", w->sim->discard, errs);
-	char dir[PATH_MAX + 300];
-
-	/* R/state goes too when nothing else lives there (stand-alone use). */
-	snprintf(dir, sizeof(dir), "%s%s/state", w->ctx.host.root, w->state.mock_root);
-	if (w->sock < 0)
-		rmdir(dir);
-	return r;
-}
-
-static int op_revoke(struct worker *w, struct sim_errors *errs)
-{
-	return remove_owned(w, "apply", w->sim->revoke, errs);
-}
-
-static bool compute_ready(struct worker *w, char *reason, size_t len)
-{
-	if (!w->have_state) {
-		snprintf(reason, len, "no state received yet");
-		return false;
-	}
-	if (!w->ctx.ready) {
-		snprintf(reason, len, "%s", w->ctx.not_ready_reason[0] ?
-			 w->ctx.not_ready_reason : "not staged");
-		return false;
-	}
-	if (w->sim->ready)
-		return w->sim->ready(&w->ctx, &w->state, reason, len);
-	reason[0] = '\0';
-	return true;
-}
-
-/* ---- IPC mode ---- */
-
-static cJSON *errors_json(const struct sim_errors *errs)
-{
-	cJSON *arr = cJSON_CreateArray();
-
-	for (int i = 0; arr && i < errs->n; i++) {
-		cJSON *e = cJSON_CreateObject();
-		cJSON_AddStringToObject(e, "surface", errs->e[i].surface);
-		cJSON_AddStringToObject(e, "message", errs->e[i].message);
-		cJSON_AddItemToArray(arr, e);
-	}
-	return arr;
-}
-
-static int send_result(struct worker *w, enum ipc_op op, uint64_t gen, uint64_t seq,
-		       int r, const struct sim_errors *errs)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "for", ipc_op_name(op));
-	cJSON_AddBoolToObject(o, "ok", r == 0);
-	cJSON_AddItemToObject(o, "errors", errors_json(errs));
-	return ipc_send_op(w->sock, IPC_OP_RESULT, gen, seq, o, -1);
-}
-
-static int send_ready(struct worker *w, uint64_t gen, uint64_t seq)
-{
-	char reason[256];
-	bool ready = compute_ready(w, reason, sizeof(reason));
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddBoolToObject(o, "ready", ready);
-	cJSON_AddStringToObject(o, "reason", reason);
-	return ipc_send_op(w->sock, IPC_OP_READY, gen, seq, o, -1);
-}
-
-static int send_daemon(struct worker *w, uint64_t gen, uint64_t seq,
-		       const struct sim_daemon_spec *d)
-{
-	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "argv"),
-	      *e = cJSON_AddArrayToObject(o, "env");
-
-	cJSON_AddStringToObject(o, "name", d->name);
-	cJSON_AddStringToObject(o, "path", d->path);
-	cJSON_AddStringToObject(o, "reload_file", d->reload_file);
-	for (int i = 0; d->argv[i]; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(d->argv[i]));
-	for (int i = 0; d->env[i]; i++)
-		cJSON_AddItemToArray(e, cJSON_CreateString(d->env[i]));
-	return ipc_send_op(w->sock, IPC_OP_DAEMON, gen, seq, o, -1);
-}
-
-static int load_state_fd(struct worker *w, int fd, char *err, size_t errlen)
-{
-	char *buf;
-	size_t len;
-	struct state s;
-	int r = ipc_memfd_read(fd, &buf, &len);
-
-	if (r < 0) {
-		snprintf(err, errlen, "state memfd: %s", strerror(-r));
-		return r;
-	}
-	r = state_decode(buf, len, &s, err, errlen);
-	free(buf);
-	if (r < 0)
-		return r;
-	if (w->have_state)
-		state_free(&w->state);
-	w->state = s;
-	w->have_state = true;
-	snprintf(w->ctx.host.mock_root, sizeof(w->ctx.host.mock_root), "%s", s.mock_root);
-	return 0;
-}
-
-static int handle(struct worker *w, struct ipc_msg *m)
-{
-	struct sim_errors errs = { 0 };
-	char err[512];
-	int r = 0;
-
-	switch (m->op) {
-	case IPC_OP_STAGE:
-		if (m->fd < 0 || load_state_fd(w, m->fd, err, sizeof(err)) < 0) {
-			sim_error(&errs, "state", "%s", m->fd < 0 ? "stage without a state fd" : err);
-			w->ctx.ready = false;
-			return send_result(w, m->op, m->gen, m->seq, -EINVAL, &errs);
-		}
-		r = op_stage(w, &errs);
-		w->ctx.ready = r == 0;
-		if (r)
-			snprintf(w->ctx.not_ready_reason, sizeof(w->ctx.not_ready_reason),
-				 "stage failed: %s", errs.n ? errs.e[0].message : strerror(-r));
-		if (send_result(w, m->op, m->gen, m->seq, r, &errs) < 0)
-			return -EPIPE;
-		return send_ready(w, m->gen, m->seq);
-	case IPC_OP_APPLY:
-		if (!w->have_state || w->state.generation != m->gen) {
-			sim_error(&errs, "state", "apply for generation %llu without its stage",
-				  (unsigned long long)m->gen);
-			return send_result(w, m->op, m->gen, m->seq, -EINVAL, &errs);
-		}
-		r = op_apply(w, &errs);
-		return send_result(w, m->op, m->gen, m->seq, r, &errs);
-	case IPC_OP_RUN:
-	case IPC_OP_RELOAD: {
-		struct sim_daemon_spec d = { 0 };
-		if (!w->sim->daemon || !w->have_state) {
-			sim_error(&errs, "daemon", "no daemon to describe");
-			return send_result(w, m->op, m->gen, m->seq, -EINVAL, &errs);
-		}
-		r = w->sim->daemon(&w->ctx, &w->state, &d, &errs);
-		if (r == 0 && send_daemon(w, m->gen, m->seq, &d) < 0)
-			r = -EPIPE;
-		sim_daemon_spec_free(&d);
-		return send_result(w, m->op, m->gen, m->seq, r, &errs);
-	}
-	case IPC_OP_REVOKE:
-		r = op_revoke(w, &errs);
-		return send_result(w, m->op, m->gen, m->seq, r, &errs);
-	case IPC_OP_DISCARD:
-		r = op_discard(w, &errs);
-		w->ctx.ready = false;
-		snprintf(w->ctx.not_ready_reason, sizeof(w->ctx.not_ready_reason), "discarded");
-		return send_result(w, m->op, m->gen, m->seq, r, &errs);
-	case IPC_OP_STATUS:
-		return send_ready(w, m->gen, m->seq);
-	case IPC_OP_ABORT:
-		/* Nothing in flight: the abort raced a finished op. */
-		return 0;
-	case IPC_OP_SHUTDOWN:
-		return 1;
-	default:
-		return -EPROTO;
-	}
-}
-
-static int ipc_mode(struct worker *w)
-{
-	cJSON *hello = cJSON_CreateObject(), *roles = cJSON_AddArrayToObject(hello, "roles");
-	char err[512];
-
-	w->sock = IPC_WORKER_FD;
-	/* EOF on fd 3 tells us the supervisor is gone; no signal needed. */
-	cJSON_AddStringToObject(hello, "name", w->sim->name);
-	cJSON_AddNumberToObject(hello, "pid", getpid());
-	cJSON_AddStringToObject(hello, "version", MOKKA_VERSION);
-	if (w->sim->roles & SIM_ROLE_STAGE)
-		cJSON_AddItemToArray(roles, cJSON_CreateString("simulator"));
-	if (w->sim->roles & SIM_ROLE_APPLY)
-		cJSON_AddItemToArray(roles, cJSON_CreateString("applier"));
-	if (w->sim->roles & SIM_ROLE_DAEMON)
-		cJSON_AddItemToArray(roles, cJSON_CreateString("daemon"));
-	if (ipc_send_op(w->sock, IPC_OP_HELLO, 0, 0, hello, -1) < 0)
-		return WORKER_EXIT_FAILED;
-	for (;;) {
-		struct pollfd p = { .fd = w->sock, .events = POLLIN };
-		struct ipc_msg m;
-		int r;
-
-		if (poll(&p, 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return WORKER_EXIT_FAILED;
-		}
-		r = ipc_recv(w->sock, &m, err, sizeof(err));
-		if (r == -EAGAIN)
-			continue;
-		if (r == 0)
-			return WORKER_EXIT_OK;	/* supervisor gone */
-		if (r < 0 || !ipc_worker_accepts(IPC_PHASE_IDLE, m.op)) {
-			log_error("%s: protocol error: %s", w->sim->name,
-				  r < 0 ? err : "op not legal in this state");
-			if (r > 0)
-				ipc_msg_free(&m);
-			return WORKER_EXIT_PROTOCOL;
-		}
-		r = handle(w, &m);
-		ipc_msg_free(&m);
-		if (r == 1)
-			return WORKER_EXIT_OK;
-		if (r < 0) {
-			log_error("%s: %s", w->sim->name, strerror(-r));
-			return r == -EPROTO ? WORKER_EXIT_PROTOCOL : WORKER_EXIT_FAILED;
-		}
-	}
-}
+#include "workers/worker.h"
 
 /* ---- stand-alone CLI ---- */
 
@@ -504,7 +113,7 @@ static int cli_run(struct worker *w)
 	struct sim_errors errs = { 0 };
 	struct sim_daemon_spec d = { 0 };
 	pid_t pid = -1;
-	int r = op_stage(w, &errs);
+	int r = worker_stage(w, &errs);
 
 	print_errors(w, "stage", r, &errs);
 	if (r < 0)
@@ -534,7 +143,7 @@ static int cli_run(struct worker *w)
 	}
 	sim_daemon_spec_free(&d);
 	memset(&errs, 0, sizeof(errs));
-	r = op_discard(w, &errs);
+	r = worker_discard(w, &errs);
 	print_errors(w, "discard", r, &errs);
 	return r < 0 ? WORKER_EXIT_FAILED : WORKER_EXIT_OK;
 }
@@ -610,7 +219,7 @@ int worker_main(int argc, char **argv, const struct simulator *sim)
 		if (mock && mock[0] == '/')
 			snprintf(w.state.mock_root, sizeof(w.state.mock_root), "%s", mock);
 		snprintf(w.ctx.host.mock_root, sizeof(w.ctx.host.mock_root), "%s", w.state.mock_root);
-		return ipc_mode(&w);
+		return worker_ipc_mode(&w);
 	}
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -661,22 +270,22 @@ int worker_main(int argc, char **argv, const struct simulator *sim)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (strcmp(verb, "stage") == 0)
-		r = op_stage(&w, &errs);
+		r = worker_stage(&w, &errs);
 	else if (strcmp(verb, "apply") == 0)
-		r = op_apply(&w, &errs);
+		r = worker_apply(&w, &errs);
 	else if (strcmp(verb, "revoke") == 0)
-		r = op_revoke(&w, &errs);
+		r = worker_revoke(&w, &errs);
 	else if (strcmp(verb, "discard") == 0)
-		r = op_discard(&w, &errs);
+		r = worker_discard(&w, &errs);
 	else if (strcmp(verb, "run") == 0)
 		return cli_run(&w);
 	else if (strcmp(verb, "status") == 0) {
 		char reason[256], file[PATH_MAX + 400];
 		struct manifest m;
-		manifest_file(&w, "stage", file, sizeof(file));
+		worker_manifest_file(&w, "stage", file, sizeof(file));
 		manifest_load(&m, file);
 		w.ctx.ready = m.n > 0;
-		bool ok = compute_ready(&w, reason, sizeof(reason));
+		bool ok = worker_ready(&w, reason, sizeof(reason));
 		printf("%s: %s%s%s (%zu staged paths)\n", sim->name, ok ? "ready" : "not ready",
 		       ok ? "" : ": ", ok ? "" : reason, m.n);
 		manifest_free(&m);
@@ -689,3 +298,4 @@ int worker_main(int argc, char **argv, const struct simulator *sim)
 	print_errors(&w, verb, r, &errs);
 	return r < 0 ? WORKER_EXIT_FAILED : WORKER_EXIT_OK;
 }
+

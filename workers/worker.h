@@ -1,0 +1,35 @@
+/* Private to the worker framework: the worker's own state and the
+ * operations shared by IPC mode (worker_ipc.c) and the CLI
+ * (worker_main.c). */
+#ifndef MOKKA_WORKERS_WORKER_H
+#define MOKKA_WORKERS_WORKER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include "ipc/state.h"
+#include "workers/simulator.h"
+
+enum { WORKER_EXIT_OK = 0, WORKER_EXIT_USAGE = 2, WORKER_EXIT_PROTOCOL = 3,
+       WORKER_EXIT_FAILED = 4 };
+
+struct worker {
+	const struct simulator *sim;
+	struct sim_ctx ctx;
+	struct state state;
+	bool have_state;
+	int sock;		/* -1 in CLI mode */
+	char bindir[PATH_MAX], libdir[PATH_MAX];
+};
+
+/* The one worker of this process (sim_aborted needs it). */
+extern struct worker *the_worker;
+
+void worker_manifest_file(const struct worker *w, const char *kind, char *buf, size_t len);
+int worker_stage(struct worker *w, struct sim_errors *errs);
+int worker_apply(struct worker *w, struct sim_errors *errs);
+int worker_discard(struct worker *w, struct sim_errors *errs);
+int worker_revoke(struct worker *w, struct sim_errors *errs);
+bool worker_ready(struct worker *w, char *reason, size_t len);
+int worker_ipc_mode(struct worker *w);
+
+#endif

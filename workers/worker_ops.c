@@ -1,0 +1,216 @@
+/* Simulator operations under ownership manifests: Stage/Apply converge,
+ * Discard/Revoke remove exactly what was created. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ipc/log.h"
+#include "ipc/msg.h"
+#include "supervisor/compile.h"
+#include "supervisor/source.h"
+#include "workers/manifest.h"
+#include "workers/simulator.h"
+#include "workers/worker.h"
+
+void sim_error(struct sim_errors *errs, const char *surface, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errs->n >= SIM_MAX_ERRORS)
+		return;
+	snprintf(errs->e[errs->n].surface, sizeof(errs->e[0].surface), "%s", surface);
+	va_start(ap, fmt);
+	vsnprintf(errs->e[errs->n].message, sizeof(errs->e[0].message), fmt, ap);
+	va_end(ap);
+	errs->n++;
+}
+
+void sim_daemon_spec_free(struct sim_daemon_spec *d)
+{
+	for (int i = 0; d->argv[i]; i++)
+		free(d->argv[i]);
+	for (int i = 0; d->env[i]; i++)
+		free(d->env[i]);
+	memset(d, 0, sizeof(*d));
+}
+
+struct worker *the_worker;
+
+bool sim_aborted(struct sim_ctx *ctx)
+{
+	struct worker *w = the_worker;
+	char buf[IPC_MAX_MSG + 1];
+	struct ipc_msg m;
+	char err[256];
+
+	(void)ctx;
+	if (!w || w->sock < 0)
+		return false;
+	/* Peek so that a message other than abort stays queued. */
+	ssize_t n = recv(w->sock, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0)
+		return n == 0;	/* EOF: the supervisor is gone, stop too */
+	if (ipc_decode(buf, (size_t)n, &m, err, sizeof(err)) == 1) {
+		bool abort_op = m.op == IPC_OP_ABORT;
+		cJSON_Delete(m.json);
+		return abort_op;
+	}
+	return false;
+}
+
+void worker_manifest_file(const struct worker *w, const char *kind, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s/state/%s.%s.manifest", w->ctx.host.root,
+		 w->state.mock_root, w->sim->name, kind);
+}
+
+static int ensure_state_dir(struct worker *w)
+{
+	char dir[PATH_MAX + 300];
+	struct host bare = w->ctx.host;
+
+	bare.own = NULL;	/* R/state is the supervisor's, not the simulator's */
+	bare.prev = NULL;
+	snprintf(dir, sizeof(dir), "%s/state", w->state.mock_root);
+	return host_mkdirs(&bare, dir, 0755);
+}
+
+/* Stage and Apply share this: run op with a fresh manifest, converge
+ * against the previous one, persist the union on failure so nothing we
+ * created is ever forgotten. */
+static int run_owned(struct worker *w, const char *kind,
+		     int (*op)(struct sim_ctx *, const struct state *, struct sim_errors *),
+		     struct sim_errors *errs)
+{
+	struct manifest old, cur;
+	char file[PATH_MAX + 400];
+	int r;
+
+	if ((r = ensure_state_dir(w)) < 0) {
+		sim_error(errs, "state", "%s/state: mkdir: %s", w->state.mock_root, strerror(-r));
+		return r;
+	}
+	worker_manifest_file(w, kind, file, sizeof(file));
+	if ((r = manifest_load(&old, file)) < 0) {
+		sim_error(errs, "manifest", "%s: %s", file, strerror(-r));
+		return r;
+	}
+	manifest_init(&cur);
+	w->ctx.host.own = &cur;
+	w->ctx.host.prev = &old;
+	r = op(&w->ctx, &w->state, errs);
+	if (r == 0 && errs->n > 0)
+		r = -EIO;
+	w->ctx.host.own = NULL;
+	w->ctx.host.prev = NULL;
+	if (r == 0) {
+		int e = manifest_remove_stale(w->ctx.host.root, &old, &cur);
+		if (e < 0)
+			log_warn("%s: converge: %s", w->sim->name, strerror(-e));
+	} else {
+		for (size_t i = 0; i < old.n; i++)
+			manifest_add(&cur, old.paths[i], old.kinds[i]);
+	}
+	int s = manifest_save(&cur, file);
+	if (s < 0) {
+		sim_error(errs, "manifest", "%s: save: %s", file, strerror(-s));
+		if (r == 0)
+			r = s;
+	}
+	manifest_free(&old);
+	manifest_free(&cur);
+	return r;
+}
+
+static int remove_owned(struct worker *w, const char *kind,
+			int (*extra)(struct sim_ctx *, struct sim_errors *),
+			struct sim_errors *errs)
+{
+	struct manifest old;
+	char file[PATH_MAX + 400];
+	int r;
+
+	if (extra && (r = extra(&w->ctx, errs)) < 0)
+		sim_error(errs, kind, "%s", strerror(-r));
+	worker_manifest_file(w, kind, file, sizeof(file));
+	if ((r = manifest_load(&old, file)) < 0) {
+		sim_error(errs, "manifest", "%s: %s", file, strerror(-r));
+		return r;
+	}
+	r = manifest_remove_stale(w->ctx.host.root, &old, NULL);
+	if (r < 0)
+		sim_error(errs, kind, "remove: %s", strerror(-r));
+	manifest_free(&old);
+	if (r == 0 && unlink(file) < 0 && errno != ENOENT)
+		r = -errno;
+	return r ? r : errs->n ? -EIO : 0;
+}
+
+int worker_stage(struct worker *w, struct sim_errors *errs)
+{
+	const char *delay = getenv("MOKKA_TEST_STAGE_DELAY_MS");
+
+	/* Test hook: widen the window in which a test kills a worker
+	 * mid-Stage. */
+	if (delay && atoi(delay) > 0) {
+		struct timespec ts = { atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (!w->sim->stage)
+		return 0;
+	return run_owned(w, "stage", w->sim->stage, errs);
+}
+
+int worker_apply(struct worker *w, struct sim_errors *errs)
+{
+	if (!w->sim->apply)
+		return 0;
+	return run_owned(w, "apply", w->sim->apply, errs);
+}
+
+int worker_discard(struct worker *w, struct sim_errors *errs)
+{
+	int r = remove_owned(w, "stage", w->sim->discard, errs);
+	char dir[PATH_MAX + 300];
+
+	/* R/state goes too when nothing else lives there (stand-alone use). */
+	snprintf(dir, sizeof(dir), "%s%s/state", w->ctx.host.root, w->state.mock_root);
+	if (w->sock < 0)
+		rmdir(dir);
+	return r;
+}
+
+int worker_revoke(struct worker *w, struct sim_errors *errs)
+{
+	return remove_owned(w, "apply", w->sim->revoke, errs);
+}
+
+bool worker_ready(struct worker *w, char *reason, size_t len)
+{
+	if (!w->have_state) {
+		snprintf(reason, len, "no state received yet");
+		return false;
+	}
+	if (!w->ctx.ready) {
+		snprintf(reason, len, "%s", w->ctx.not_ready_reason[0] ?
+			 w->ctx.not_ready_reason : "not staged");
+		return false;
+	}
+	if (w->sim->ready)
+		return w->sim->ready(&w->ctx, &w->state, reason, len);
+	reason[0] = '\0';
+	return true;
+}
+
