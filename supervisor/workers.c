@@ -193,8 +193,8 @@ static void op_failed(struct supervisor *s, struct worker_proc *w, const char *w
 	reconcile_progress(s);
 }
 
-/* Tear down our side of a worker: kill (if alive), close the socket. */
-static void worker_kill(struct supervisor *s, struct worker_proc *w, const char *why)
+/* Drop our side of a worker: its socket and any pending deadline. */
+static void worker_detach(struct supervisor *s, struct worker_proc *w)
 {
 	if (w->sock >= 0) {
 		loop_del_fd(s->loop, w->sock);
@@ -205,6 +205,12 @@ static void worker_kill(struct supervisor *s, struct worker_proc *w, const char 
 		loop_timer_cancel(s->loop, w->deadline);
 		w->deadline = NULL;
 	}
+}
+
+/* Kill a misbehaving worker; SIGCHLD does the rest. */
+static void worker_kill(struct supervisor *s, struct worker_proc *w, const char *why)
+{
+	worker_detach(s, w);
 	if (w->pid > 0)
 		kill(w->pid, SIGKILL);
 	log_warn("worker %s: %s", w->def->name, why);
@@ -409,15 +415,7 @@ void workers_on_exit(struct supervisor *s, pid_t pid, int status)
 		w->st->pid = 0;
 		w->st->ready = false;
 		snprintf(w->st->not_ready_reason, sizeof(w->st->not_ready_reason), "%s", why);
-		if (w->sock >= 0) {
-			loop_del_fd(s->loop, w->sock);
-			close(w->sock);
-			w->sock = -1;
-		}
-		if (w->deadline) {
-			loop_timer_cancel(s->loop, w->deadline);
-			w->deadline = NULL;
-		}
+		worker_detach(s, w);
 		bool was_busy = w->phase == IPC_PHASE_BUSY && !w->op_done;
 		w->phase = IPC_PHASE_HELLO;
 		if (s->shutting_down) {

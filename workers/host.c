@@ -53,6 +53,7 @@ static int exists(const char *full)
 	return lstat(full, &st) == 0;
 }
 
+
 int host_mkdirs(struct host *h, const char *path, mode_t mode)
 {
 	char hp[4096], full[8192];
@@ -108,6 +109,23 @@ static int parent_dirs(struct host *h, const char *path)
 	return host_mkdirs(h, dir, 0755);
 }
 
+/* Common start of every leaf write: the full path, parent directories,
+ * and ownership of the leaf (new, or ours from before). */
+static int prepare_leaf(struct host *h, const char *path, char *full, size_t len)
+{
+	int r;
+
+	if ((r = host_path(h, path, full, len)) < 0)
+		return r;
+	if ((r = parent_dirs(h, path)) < 0)
+		return r;
+	if (exists(full))
+		own_existing(h, path, 'f');
+	else
+		own(h, path, 'f');
+	return 0;
+}
+
 static int same_content(const char *full, const void *data, size_t len, mode_t mode)
 {
 	struct stat st;
@@ -140,14 +158,8 @@ int host_write(struct host *h, const char *path, const void *data, size_t len, m
 	int fd, r;
 	size_t off = 0;
 
-	if ((r = host_path(h, path, full, sizeof(full))) < 0)
+	if ((r = prepare_leaf(h, path, full, sizeof(full))) < 0)
 		return r;
-	if ((r = parent_dirs(h, path)) < 0)
-		return r;
-	if (exists(full))
-		own_existing(h, path, 'f');
-	else
-		own(h, path, 'f');
 	if (same_content(full, data, len, mode))
 		return 0;
 	snprintf(tmp, sizeof(tmp), "%s.mokka-tmp.%d", full, (int)getpid());
@@ -204,14 +216,8 @@ int host_symlink(struct host *h, const char *target, const char *path)
 	ssize_t n;
 	int r;
 
-	if ((r = host_path(h, path, full, sizeof(full))) < 0)
+	if ((r = prepare_leaf(h, path, full, sizeof(full))) < 0)
 		return r;
-	if ((r = parent_dirs(h, path)) < 0)
-		return r;
-	if (exists(full))
-		own_existing(h, path, 'f');
-	else
-		own(h, path, 'f');
 	n = readlink(full, cur, sizeof(cur) - 1);
 	if (n >= 0) {
 		cur[n] = '\0';
@@ -237,14 +243,8 @@ int host_mknod_chr(struct host *h, const char *path, mode_t mode, unsigned major
 	dev_t dev = makedev(major, minor);
 	int r;
 
-	if ((r = host_path(h, path, full, sizeof(full))) < 0)
+	if ((r = prepare_leaf(h, path, full, sizeof(full))) < 0)
 		return r;
-	if ((r = parent_dirs(h, path)) < 0)
-		return r;
-	if (exists(full))
-		own_existing(h, path, 'f');
-	else
-		own(h, path, 'f');
 	if (lstat(full, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == dev &&
 	    (st.st_mode & 07777) == mode)
 		return 0;
