@@ -52,6 +52,11 @@ if [ $rc -eq 0 ]; then
 		|| { tail -60 build-ci/distcheck.log; summary+=("distcheck: FAILED"); rc=1; }
 fi
 
+# Benchmark: a report of ratios measured in this run, never a verdict.
+if [ $rc -eq 0 ]; then
+	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/reconcile.sh | grep '^bench:' || true
+fi
+
 printf '%s\n' "${summary[@]}"
 [ $rc -eq 0 ] || total_fail=$((total_fail > 0 ? total_fail : 1))
 echo "$total_pass passed, $total_fail failed"
