@@ -41,19 +41,40 @@ wait_for 10 sh -c "[ \"\$(curl -s 127.0.0.1:$PORT/metrics | awk '\$1==\"mokka_ge
 check "daemon kept its PID across Reload" [ "$(daemon_pid)" = "$dpid" ]
 check "reload counted" [ "$(metric mokka_reloads_total)" -ge 1 ]
 
-# A Stage failure: collected, named in /healthz, no Apply, last publish kept.
+# Stage failures: every one collected, named in /healthz, no Apply, last
+# publish kept.
 mv "$ROOT$R/proc" "$T/proc.saved"
 echo blocker > "$ROOT$R/proc"		# a file where pcibus needs a directory
+mv "$ROOT$R/topology" "$T/topology.saved"
+echo blocker > "$ROOT$R/topology"	# and one where nvlink needs one
 cp "$nfd" "$T/nfd.before"
 sed -i 's/^\(\s*driver_version:\).*/\1 "550.999.02"/' "$T/profile.yaml"
 wait_for 10 is_code /healthz 503 || fail "/healthz did not turn 503 on a failed Stage"
 check "/healthz names pcibus" grep -q pcibus "$T/body"
+check "/healthz names nvlink too (all Stage errors collected)" grep -q nvlink "$T/body"
 check "no Apply after the failed Stage (NFD file unchanged)" cmp -s "$nfd" "$T/nfd.before"
 check "metrics count the failed pass" [ "$(metric mokka_passes_failed_total)" -ge 1 ]
-rm -f "$ROOT$R/proc"
+rm -f "$ROOT$R/proc" "$ROOT$R/topology"
 mv "$T/proc.saved" "$ROOT$R/proc"
+mv "$T/topology.saved" "$ROOT$R/topology"
 wait_for 40 is_code /healthz 200 || fail "/healthz did not recover once the cause went away"
 check "NFD file republished for the new generation" grep -q '550.999.02' "$nfd"
+
+# An Apply failure: Stage is fine (/healthz stays 200), the pass fails and
+# is reported, and the retry publishes once the cause is gone.
+failed_before=$(metric mokka_passes_failed_total)
+fdir=$(dirname "$nfd")
+mv "$fdir" "$T/features.saved"
+echo blocker > "$fdir"			# NFD's directory is a file
+sed -i 's/^\(\s*driver_version:\).*/\1 "550.999.03"/' "$T/profile.yaml"
+wait_for 10 sh -c "[ \"\$(curl -s 127.0.0.1:$PORT/metrics | awk '\$1==\"mokka_passes_failed_total\"{print \$2}')\" -gt $failed_before ]" \
+	|| fail "an Apply failure did not fail the pass"
+check "Apply failure logged with its surface" grep -q 'apply pcibus failed' "$T/sup.log"
+check "/healthz stays 200 on an Apply failure (Stage was fine)" is_code /healthz 200
+rm -f "$fdir"
+mv "$T/features.saved" "$fdir"
+wait_for 40 grep -q '550.999.03' "$nfd" || fail "Apply was not retried once the cause went away"
+check "daemon still the one started at the first barrier" [ "$(daemon_pid)" = "$dpid" ]
 
 # Teardown: SIGTERM leaves the root exactly as it was.
 kill -TERM "$SUP_PID"
