@@ -69,6 +69,7 @@ static const struct field top_fields[] = {
 	FS(struct state, nvml_version),
 	FS(struct state, cuda_version),
 	FI(struct state, cores_per_numa, F_INT),
+	FS(struct state, nvidia_smi_src),
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -83,6 +84,9 @@ void state_free(struct state *s)
 {
 	free(s->topology_doc);
 	free(s->profile_json);
+	free(s->profile_doc);
+	s->profile_doc = NULL;
+	s->profile_len = 0;
 	s->topology_doc = NULL;
 	s->profile_json = NULL;
 	s->topology_len = 0;
@@ -211,6 +215,11 @@ int state_encode(const struct state *s, char **out, size_t *len)
 			goto out;
 	} else if (!cJSON_AddNullToObject(root, "topology_doc"))
 		goto out;
+	if (s->profile_doc) {
+		if (!cJSON_AddStringToObject(root, "profile_doc", s->profile_doc))
+			goto out;
+	} else if (!cJSON_AddNullToObject(root, "profile_doc"))
+		goto out;
 	if (s->profile_json) {
 		cJSON *p = cJSON_Parse(s->profile_json);
 		if (!p) {
@@ -294,6 +303,15 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 			goto out;
 		}
 		s->topology_len = strlen(s->topology_doc);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "profile_doc");
+	if (cJSON_IsString(v)) {
+		s->profile_doc = strdup(v->valuestring);
+		if (!s->profile_doc) {
+			r = -ENOMEM;
+			goto out;
+		}
+		s->profile_len = strlen(s->profile_doc);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "profile");
 	if (v && !(s->profile_json = cJSON_PrintUnformatted(v))) {

@@ -70,7 +70,12 @@ struct state {
 
 	struct state_fabric fabric;
 
+	/* Where gpudriver takes the real nvidia-smi from ("" = none found). */
+	char nvidia_smi_src[4096];
+
 	/* raw documents, NUL-terminated, heap-owned (may be NULL) */
+	char *profile_doc;			/* the profile bytes (the engine config) */
+	size_t profile_len;
 	char *topology_doc;			/* --topology bytes, NULL when none */
 	size_t topology_len;
 	char *profile_json;			/* the whole profile as JSON, for NVML */

@@ -257,10 +257,18 @@ int compile_profile(const char *profile_name, const char *yaml, size_t len,
 	}
 	ytree_free(root);
 	free(devs);
+	/* The bytes themselves are the engine config the mock NVML reads. */
+	if (rc == 0 && !(s->profile_doc = strndup(yaml, len)))
+		rc = cc_fail(&c, NULL, "(document)", "out of memory");
+	else if (rc == 0)
+		s->profile_len = len;
+	if (rc == 0 && o->nvidia_smi_src)
+		snprintf(s->nvidia_smi_src, sizeof(s->nvidia_smi_src), "%s", o->nvidia_smi_src);
 	if (rc < 0) {
 		if (s) {
 			free(s->topology_doc);
 			free(s->profile_json);
+			free(s->profile_doc);
 		}
 		free(s);
 		return rc;

@@ -15,6 +15,7 @@ struct compile_opts {
 	const char *driver_version;	/* DRIVER_VERSION fallback; may be NULL */
 	const char *fabric_state_dir;	/* NULL = <R>/fabric-state */
 	long fabric_init_delay_ms;
+	const char *nvidia_smi_src;	/* real nvidia-smi to stage; NULL/"" = none */
 };
 
 /* profile_name/topology_name are what errors print ("etc/x.yaml",

@@ -59,6 +59,7 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 		.driver_version = getenv("DRIVER_VERSION"),
 		.gpu_count_cap = getenv("GPU_COUNT") ? atoi(getenv("GPU_COUNT")) : 0,
 		.fabric_state_dir = getenv("MOCK_FABRICMANAGER_STATE_DIR"),
+		.nvidia_smi_src = options_find_nvidia_smi(s->opt.nvidia_smi),
 	};
 	struct state st;
 	char err[1024];

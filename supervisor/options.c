@@ -52,6 +52,23 @@ int parse_duration_ms(const char *s, uint64_t *ms)
 	return 0;
 }
 
+const char *options_find_nvidia_smi(const char *flag)
+{
+	static const char *const candidates[] = {
+		MOKKA_PKGDATADIR "/nvidia-smi", "/usr/bin/nvidia-smi",
+	};
+	const char *env = getenv("MOKKA_NVIDIA_SMI");
+
+	if (flag && *flag)
+		return flag;
+	if (env && *env)
+		return env;
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
+		if (access(candidates[i], X_OK) == 0)
+			return candidates[i];
+	return NULL;
+}
+
 static void usage(FILE *f)
 {
 	fputs("Usage: mokka-supervisor [OPTIONS]\n"
@@ -69,6 +86,7 @@ static void usage(FILE *f)
 	      "  --node-name NAME          node name (default $NODE_NAME, else hostname)\n"
 	      "  --simulators LIST         comma-separated subset to run (default: all)\n"
 	      "  --mock-root PATH          host path of the mock tree (default /var/lib/nvml-mock)\n"
+	      "  --nvidia-smi PATH         real nvidia-smi binary to stage (default: search)\n"
 	      "  --help, --version\n\n"
 	      "Health: GET /healthz, /readyz, /metrics on --health-addr.\n", f);
 }
@@ -76,7 +94,7 @@ static void usage(FILE *f)
 int options_parse(int argc, char **argv, struct options *o)
 {
 	enum { O_CONFIG = 256, O_TOPO, O_ROOT, O_HEALTH, O_RESYNC, O_SHUT, O_LVL, O_FMT,
-	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION };
+	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION, O_SMI };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, O_FG },
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -90,6 +108,7 @@ int options_parse(int argc, char **argv, struct options *o)
 		{ "node-name", required_argument, NULL, O_NODE },
 		{ "simulators", required_argument, NULL, O_SIMS },
 		{ "mock-root", required_argument, NULL, O_MOCK },
+		{ "nvidia-smi", required_argument, NULL, O_SMI },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -154,6 +173,7 @@ int options_parse(int argc, char **argv, struct options *o)
 			}
 			o->mock_root = optarg;
 			break;
+		case O_SMI: o->nvidia_smi = optarg; break;
 		case O_HELP: usage(stdout); return 1;
 		case O_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
 		default: usage(stderr); return -EINVAL;

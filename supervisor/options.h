@@ -19,7 +19,13 @@ struct options {
 	char node_name[256];
 	const char *simulators;		/* comma list; NULL = all */
 	const char *mock_root;		/* host path of R */
+	const char *nvidia_smi;		/* --nvidia-smi; NULL = search */
 };
+
+/* The real nvidia-smi gpudriver stages: the flag, else $MOKKA_NVIDIA_SMI,
+ * else <pkgdatadir>/nvidia-smi, else /usr/bin/nvidia-smi; NULL when none
+ * exists (the node then says so instead of faking one). */
+const char *options_find_nvidia_smi(const char *flag);
 
 /* 0 = run, 1 = exit 0 (help/version printed), -EINVAL = usage error
  * (message printed). */

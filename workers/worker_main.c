@@ -19,6 +19,7 @@
 #include "ipc/log.h"
 #include "ipc/msg.h"
 #include "supervisor/compile.h"
+#include "supervisor/options.h"
 #include "supervisor/source.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
@@ -55,7 +56,8 @@ static int compile_cli(struct worker *w, const char *config, const char *topolog
 {
 	char *prof = NULL, *topo = NULL, err[1024];
 	size_t plen = 0, tlen = 0;
-	struct compile_opts o = { .node_name = node };
+	struct compile_opts o = { .node_name = node,
+				  .nvidia_smi_src = options_find_nvidia_smi(NULL) };
 	int r;
 
 	if (config && (r = source_read_file(config, &prof, &plen, err, sizeof(err))) < 0) {
