@@ -43,6 +43,24 @@ static void locate_libexec(struct supervisor *s)
 		snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", getenv("MOKKA_LIBEXECDIR"));
 }
 
+/* A restart means a pristine profile (SURFACES.md §0): runtime overrides
+ * left by mokka-ctl are emptied before the first reconcile.  Only files
+ * that exist are touched. */
+static void truncate_overrides(const struct supervisor *s)
+{
+	static const char *const docs[] = { "/config/overrides.yaml",
+					     "/driver/config/overrides.yaml" };
+	char path[8192];
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s%s", s->opt.host_root, s->opt.mock_root, docs[i]);
+		if (truncate(path, 0) == 0)
+			log_info("reset runtime overrides %s", path);
+		else if (errno != ENOENT)
+			log_warn("%s: truncate: %s", path, strerror(errno));
+	}
+}
+
 static void set_source_error(struct supervisor *s, const char *msg)
 {
 	snprintf(s->status.source_error, sizeof(s->status.source_error), "%s", msg);
@@ -200,6 +218,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (workers_setup(s) < 0)
 		return 2;
+	truncate_overrides(s);
 	if ((r = health_start(s->loop, s->opt.health_addr, &s->status, &health)) < 0) {
 		log_error("health listener %s: %s", s->opt.health_addr, strerror(-r));
 		rootdirs_cleanup(&rd);
