@@ -45,7 +45,7 @@ free_port() {
 # start_supervisor ARGS... : runs in the background, log in $T/sup.log
 start_supervisor() {
 	PORT=$(free_port)
-	"$B/mokka-supervisor" --host-root "$ROOT" --health-addr "127.0.0.1:$PORT" \
+	MOKKA_LIBEXECDIR=$B "$B/mokka-supervisor" --host-root "$ROOT" --health-addr "127.0.0.1:$PORT" \
 		--log-level debug "$@" > "$T/sup.log" 2>&1 &
 	SUP_PID=$!
 }

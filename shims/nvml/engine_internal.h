@@ -1,0 +1,118 @@
+/* Mock NVML engine internals shared by engine*.c (not for api_*.c).
+ * Everything here runs under eng_lock() unless it says otherwise. */
+#ifndef MOKKA_NVML_ENGINE_INTERNAL_H
+#define MOKKA_NVML_ENGINE_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine.h"
+#include "yaml_lite.h"
+
+#define ENG_TTL_S 1.0	/* overrides and fabric marker re-check period */
+
+enum eng_fail_mode { FAIL_HEALTHY, FAIL_LOST, FAIL_FALLEN_OFF_BUS, FAIL_ECC };
+
+/* The failure injector (NVML.md §6): configuration from the effective
+ * failure block, and per-process state that survives reloads while the
+ * block is unchanged. */
+struct eng_fault {
+	enum eng_fail_mode mode;
+	bool armed;		/* a mode other than healthy, or an xid */
+	uint64_t after_calls;	/* 0: unset */
+	double probability;	/* 0: unset */
+	unsigned long long xid;	/* 0: none */
+	uint64_t rng;
+	uint64_t calls;		/* guarded calls seen */
+	uint64_t since_trip;	/* guarded calls since (and including) the trip */
+	bool tripped;
+	bool xid_taken;
+};
+
+struct mdev {
+	unsigned index;		/* enumeration index in this process */
+	unsigned prof_index;	/* devices[].index: keys the overrides document */
+	unsigned minor;
+	int numa_node;
+	char uuid[128];
+	char bus_id[32];	/* "00000000:1A:00.0" */
+	char cpu_affinity[256];
+	struct yl_node *base;	/* defaults ⊕ devices[] entry (+ topology): boot, fixed */
+	struct yl_node *eff;	/* base ⊕ overrides; replaced on reload */
+	struct eng_fault fault;
+};
+
+struct eng_file_id {
+	bool present;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+struct engine {
+	int refs;
+	unsigned ndev;		/* visible devices, in eng_devs[0..ndev) */
+	struct yl_node *profile;
+	char lib_dir[PATH_MAX];
+	char config_path[PATH_MAX];
+	char overrides_path[PATH_MAX];
+	char topology_path[PATH_MAX];
+	char fm_dir[PATH_MAX];
+	bool fm_dir_from_env;
+	const char *driver_version;
+	char nvml_version[96];
+	int cuda_version;
+	double t0;		/* engine start, monotonic seconds */
+	/* overrides document currently in force (NULL: none) */
+	struct yl_node *overrides;
+	struct eng_file_id overrides_id;
+	double overrides_checked;
+	/* fabric manager readiness marker cache */
+	double fm_checked;
+	unsigned fm_state;
+	/* strings handed out by mdev_str (a hash set), kept until shutdown so
+	 * an override reload can free trees other threads read from */
+	char **interned;
+	size_t interned_n, interned_cap;
+};
+
+extern struct engine eng;
+extern struct mdev eng_devs[ENG_MAX_DEVICES];
+
+/* engine.c */
+void eng_lock(void);
+void eng_unlock(void);
+double eng_now(void);
+__attribute__((format(printf, 1, 2))) void eng_debug(const char *fmt, ...);
+/* A live handle of an initialized engine; refreshes the overrides. */
+bool eng_dev_ready(struct mdev *d);
+
+/* engine_config.c: locate and load the profile, build the devices. */
+int eng_locate_files(void);
+struct yl_node *eng_load_yaml(const char *path, bool *missing);
+int eng_build_devices(void);
+/* "[dddddddd:|dddd:]bb:dd.f", any case, into its numbers. */
+bool eng_parse_bdf(const char *s, unsigned long *domain, unsigned *bus,
+		   unsigned *dev, unsigned *fn);
+
+/* engine_merge.c: the merges and the overrides document. */
+int eng_deep_merge(struct yl_node *dst, const struct yl_node *src);
+struct yl_node *eng_boot_merge(const struct yl_node *defaults, const struct yl_node *entry);
+bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size);
+void eng_overrides_refresh(bool force);
+int eng_rebuild_device(struct mdev *d);
+
+/* engine_fault.c */
+void eng_fault_configure(struct mdev *d, bool reset);
+
+/* engine_metrics.c: dynamic_metrics over time; true when path is dynamic. */
+bool eng_dynamic_value(struct mdev *d, const char *path, double *out);
+
+/* engine_topology.c */
+void eng_pcie_affinity(struct mdev *d);
+int eng_topology_overlay(void);
+
+#endif

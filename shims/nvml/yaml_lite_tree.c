@@ -1,0 +1,310 @@
+/* yaml_lite tree helpers: build, copy, compare, look up, convert. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "yaml_lite.h"
+
+struct yl_node *yl_new(enum yl_kind kind)
+{
+	struct yl_node *n = calloc(1, sizeof(*n));
+
+	if (n)
+		n->kind = kind;
+	return n;
+}
+
+struct yl_node *yl_new_scalar(const char *text)
+{
+	struct yl_node *n = yl_new(YL_SCALAR);
+
+	if (!n)
+		return NULL;
+	n->quoted = true;	/* built values are taken literally */
+	n->str = strdup(text);
+	if (!n->str) {
+		free(n);
+		return NULL;
+	}
+	n->len = strlen(text);
+	return n;
+}
+
+void yl_free(struct yl_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++)
+		yl_free(n->kids[i]);
+	free(n->kids);
+	free(n->key);
+	free(n->str);
+	free(n);
+}
+
+int yl_append(struct yl_node *parent, struct yl_node *kid)
+{
+	if (parent->n == parent->cap) {
+		size_t cap = parent->cap ? parent->cap * 2 : 4;
+		struct yl_node **k = realloc(parent->kids, cap * sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		parent->kids = k;
+		parent->cap = cap;
+	}
+	parent->kids[parent->n++] = kid;
+	return 0;
+}
+
+struct yl_node *yl_clone(const struct yl_node *n)
+{
+	struct yl_node *c;
+
+	if (!n)
+		return NULL;
+	c = yl_new(n->kind);
+	if (!c)
+		return NULL;
+	c->quoted = n->quoted;
+	c->line = n->line;
+	c->col = n->col;
+	c->len = n->len;
+	if ((n->key && !(c->key = strdup(n->key))) ||
+	    (n->str && !(c->str = strndup(n->str, n->len))))
+		goto err;
+	for (size_t i = 0; i < n->n; i++) {
+		struct yl_node *k = yl_clone(n->kids[i]);
+
+		if (!k || yl_append(c, k) < 0) {
+			yl_free(k);
+			goto err;
+		}
+	}
+	return c;
+err:
+	yl_free(c);
+	return NULL;
+}
+
+bool yl_is_null(const struct yl_node *n)
+{
+	return !n || n->kind == YL_NULL;
+}
+
+bool yl_equal(const struct yl_node *a, const struct yl_node *b)
+{
+	if (yl_is_null(a) || yl_is_null(b))
+		return yl_is_null(a) && yl_is_null(b);
+	if (a->kind != b->kind || a->n != b->n)
+		return false;
+	switch (a->kind) {
+	case YL_SCALAR:
+		return a->len == b->len && !memcmp(a->str, b->str, a->len);
+	case YL_SEQ:
+		for (size_t i = 0; i < a->n; i++)
+			if (!yl_equal(a->kids[i], b->kids[i]))
+				return false;
+		return true;
+	case YL_MAP:
+		for (size_t i = 0; i < a->n; i++) {
+			const struct yl_node *o = yl_get(b, a->kids[i]->key);
+
+			if (!o || !yl_equal(a->kids[i], o))
+				return false;
+		}
+		return true;
+	default:
+		return true;
+	}
+}
+
+struct yl_node *yl_get(const struct yl_node *map, const char *key)
+{
+	if (!map || map->kind != YL_MAP || !key)
+		return NULL;
+	for (size_t i = 0; i < map->n; i++)
+		if (map->kids[i]->key && !strcmp(map->kids[i]->key, key))
+			return map->kids[i];
+	return NULL;
+}
+
+struct yl_node *yl_at(const struct yl_node *seq, size_t i)
+{
+	return seq && seq->kind == YL_SEQ && i < seq->n ? seq->kids[i] : NULL;
+}
+
+struct yl_node *yl_path(const struct yl_node *root, const char *path)
+{
+	const struct yl_node *n = root;
+	const char *s = path;
+
+	while (n && s && *s) {
+		if (*s == '[') {
+			char *end;
+			unsigned long i;
+
+			if (s[1] < '0' || s[1] > '9')
+				return NULL;
+			i = strtoul(s + 1, &end, 10);
+			if (*end != ']')
+				return NULL;
+			n = yl_at(n, i);
+			s = end + 1;
+		} else {
+			size_t len = strcspn(s, ".[");
+			char key[128];
+
+			if (!len || len >= sizeof(key))
+				return NULL;
+			memcpy(key, s, len);
+			key[len] = 0;
+			n = yl_get(n, key);
+			s += len;
+		}
+		if (*s == '.') {
+			s++;
+			if (!*s)
+				return NULL;
+		}
+	}
+	return (struct yl_node *)n;
+}
+
+int yl_map_set(struct yl_node *map, const char *key, struct yl_node *val)
+{
+	char *k;
+
+	for (size_t i = 0; i < map->n; i++) {
+		if (map->kids[i]->key && !strcmp(map->kids[i]->key, key)) {
+			k = map->kids[i]->key;
+			map->kids[i]->key = NULL;
+			yl_free(map->kids[i]);
+			free(val->key);
+			val->key = k;
+			map->kids[i] = val;
+			return 0;
+		}
+	}
+	k = strdup(key);
+	if (!k)
+		return -ENOMEM;
+	free(val->key);
+	val->key = k;
+	if (yl_append(map, val) < 0) {
+		val->key = NULL;
+		free(k);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void yl_map_remove(struct yl_node *map, const char *key)
+{
+	for (size_t i = 0; map && i < map->n; i++) {
+		if (map->kids[i]->key && !strcmp(map->kids[i]->key, key)) {
+			yl_free(map->kids[i]);
+			memmove(&map->kids[i], &map->kids[i + 1],
+				(map->n - i - 1) * sizeof(map->kids[0]));
+			map->n--;
+			return;
+		}
+	}
+}
+
+const char *yl_text(const struct yl_node *n)
+{
+	return n && n->kind == YL_SCALAR ? n->str : NULL;
+}
+
+/* Unsigned magnitude of a decimal or 0x hex integer, no trailing junk. */
+static bool parse_magnitude(const char *s, uint64_t *out)
+{
+	int base = 10;
+	uint64_t v = 0;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		base = 16, s += 2;
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		int d = *s >= '0' && *s <= '9' ? *s - '0' :
+			base == 16 && *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 :
+			base == 16 && *s >= 'A' && *s <= 'F' ? *s - 'A' + 10 : -1;
+
+		if (d < 0 || v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+			return false;
+		v = v * (uint64_t)base + (uint64_t)d;
+	}
+	*out = v;
+	return true;
+}
+
+bool yl_u64(const struct yl_node *n, uint64_t *out)
+{
+	const char *s = yl_text(n);
+
+	if (!s)
+		return false;
+	if (*s == '+')
+		s++;
+	return parse_magnitude(s, out);
+}
+
+bool yl_i64(const struct yl_node *n, int64_t *out)
+{
+	const char *s = yl_text(n);
+	bool neg = false;
+	uint64_t v;
+
+	if (!s)
+		return false;
+	if (*s == '+' || *s == '-')
+		neg = *s++ == '-';
+	if (!parse_magnitude(s, &v) || v > (uint64_t)INT64_MAX + neg)
+		return false;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+bool yl_double(const struct yl_node *n, double *out)
+{
+	const char *s = yl_text(n);
+	char *end;
+	uint64_t u;
+	int64_t i;
+
+	if (!s || !*s)
+		return false;
+	if (yl_i64(n, &i)) {
+		*out = (double)i;
+		return true;
+	}
+	if (yl_u64(n, &u)) {
+		*out = (double)u;
+		return true;
+	}
+	/* Digits only: strtod would also take "nan", "inf" and hex floats. */
+	if (strspn(s, "+-0123456789.eE") != strlen(s))
+		return false;
+	*out = strtod(s, &end);
+	return end != s && !*end;
+}
+
+bool yl_bool(const struct yl_node *n, bool *out)
+{
+	const char *s = yl_text(n);
+
+	if (!s)
+		return false;
+	if (!strcasecmp(s, "true") || !strcasecmp(s, "yes")) {
+		*out = true;
+		return true;
+	}
+	if (!strcasecmp(s, "false") || !strcasecmp(s, "no")) {
+		*out = false;
+		return true;
+	}
+	return false;
+}

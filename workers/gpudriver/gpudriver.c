@@ -1,0 +1,122 @@
+/* gpudriver: the simulator table, its settings, and Stage as a table of
+ * surfaces (each one independent: a failing surface does not stop the
+ * others, every error is collected). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/log.h"
+#include "workers/gpudriver/gpudriver.h"
+
+const struct gd_cap gd_caps[] = {
+	{ "mig/config", "nvidia-cap1", 1, 0400 },
+	{ "mig/monitor", "nvidia-cap2", 2, 0444 },
+};
+const size_t gd_ncaps = sizeof(gd_caps) / sizeof(gd_caps[0]);
+
+int gd_path(const struct state *s, char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, len, "%s", s->mock_root), m;
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)(n + m) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int env_major(const char *const names[], unsigned def, unsigned *out,
+		     struct sim_errors *errs)
+{
+	for (int i = 0; names[i]; i++) {
+		const char *v = getenv(names[i]);
+		char *end;
+		unsigned long m;
+
+		if (!v || !*v)
+			continue;
+		errno = 0;
+		m = strtoul(v, &end, 10);
+		if (errno || *end || m == 0 || m > GD_MAX_MAJOR || m == GD_NVIDIA_MAJOR) {
+			sim_error(errs, "config", "$%s='%s': want a character major 1..%d other than %d",
+				  names[i], v, GD_MAX_MAJOR, GD_NVIDIA_MAJOR);
+			return -EINVAL;
+		}
+		*out = (unsigned)m;
+		return 0;
+	}
+	*out = def;
+	return 0;
+}
+
+int gd_conf_load(struct gd_conf *c, struct sim_errors *errs)
+{
+	static const char *const uvm[] = { "MOKKA_NVIDIA_UVM_MAJOR", NULL };
+	static const char *const caps[] = { "MOKKA_NVIDIA_CAPS_MAJOR", "IMEX_CAPS_MAJOR", NULL };
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->proc_devices_src, sizeof(c->proc_devices_src), "/proc/devices");
+	if ((r = env_major(uvm, GD_DEFAULT_UVM_MAJOR, &c->uvm_major, errs)) < 0 ||
+	    (r = env_major(caps, GD_DEFAULT_CAPS_MAJOR, &c->caps_major, errs)) < 0)
+		return r;
+	if (c->uvm_major == c->caps_major) {
+		sim_error(errs, "config", "nvidia-uvm and nvidia-caps majors are both %u; "
+			  "set MOKKA_NVIDIA_UVM_MAJOR or MOKKA_NVIDIA_CAPS_MAJOR apart",
+			  c->uvm_major);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	gd_stage_fn *fn;
+} surfaces[] = {
+	{ "devnodes", gd_stage_devnodes },
+	{ "procfs", gd_stage_procfs },
+	{ "gpus", gd_stage_gpus },
+	{ "proc-devices", gd_stage_proc_devices },
+	{ "modules", gd_stage_modules },
+	{ "library", gd_stage_library },
+	{ "engine-config", gd_stage_engine_config },
+	{ "nvidia-smi", gd_stage_nvidia_smi },
+};
+
+static int gd_stage(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	struct gd_conf c;
+	int first = 0, r;
+
+	if ((r = gd_conf_load(&c, errs)) < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(surfaces) / sizeof(surfaces[0]); i++) {
+		int before = errs->n;
+		r = surfaces[i].fn(ctx, s, &c, errs);
+		if (r < 0 && errs->n == before)
+			sim_error(errs, surfaces[i].name, "%s", strerror(-r));
+		gd_first(&first, r);
+	}
+	return first;
+}
+
+static bool gd_ready(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len)
+{
+	(void)ctx;
+	return gd_nvidia_smi_source(s, reason, len);
+}
+
+const struct simulator gpudriver_simulator = {
+	.name = "gpudriver",
+	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
+	.stage = gd_stage,
+	.apply = gd_apply,
+	.revoke = gd_revoke,
+	.ready = gd_ready,
+};

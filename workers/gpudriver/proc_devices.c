@@ -1,0 +1,140 @@
+/* R/driver/proc/devices: the running kernel's /proc/devices with the
+ * driver's character majors in it (SURFACES.md §11.2), for consumers given
+ * an alternative proc-devices path.  Lines the host kernel already has for
+ * nvidia* are replaced by ours; a major of ours that the kernel lists
+ * under another name is an error (a node with it would open that device). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workers/gpudriver/gpudriver.h"
+
+#define CHAR_HEADER "Character devices:"
+#define BLOCK_HEADER "Block devices:"
+#define MAX_ENTRIES 1024
+
+struct entry {
+	unsigned major;
+	char name[64];
+};
+
+struct devlist {
+	int n;
+	struct entry e[MAX_ENTRIES];
+	char *block;			/* the block section, verbatim (heap) */
+};
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+	int ch;
+
+	if (!f || !(m = open_memstream(&buf, &len))) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while ((ch = fgetc(f)) != EOF)
+		fputc(ch, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}
+
+static void add(struct devlist *l, unsigned major, const char *name)
+{
+	int i;
+
+	if (l->n >= MAX_ENTRIES)
+		return;
+	/* Insert after every entry with a major <= ours: sorted, stable. */
+	for (i = l->n; i > 0 && l->e[i - 1].major > major; i--)
+		l->e[i] = l->e[i - 1];
+	l->e[i].major = major;
+	snprintf(l->e[i].name, sizeof(l->e[i].name), "%s", name);
+	l->n++;
+}
+
+/* Parse the kernel's text; the nvidia* character lines are dropped. */
+static void parse(const char *text, struct devlist *l)
+{
+	const char *p = text ? strstr(text, CHAR_HEADER) : NULL;
+	const char *block = text ? strstr(text, BLOCK_HEADER) : NULL;
+
+	l->n = 0;
+	for (p = p ? strchr(p, '\n') : NULL; p && (!block || p < block); p = strchr(p + 1, '\n')) {
+		unsigned major;
+		char name[64];
+		if (sscanf(p + 1, "%u %63s", &major, name) == 2 && strncmp(name, "nvidia", 6) != 0)
+			add(l, major, name);
+	}
+	l->block = strdup(block ? block : BLOCK_HEADER "\n");
+}
+
+static int check_free(const struct devlist *l, unsigned major, const char *ours,
+		      const char *src, struct sim_errors *errs)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->e[i].major == major) {
+			sim_error(errs, "proc-devices", "%s major %u already belongs to '%s' in %s; "
+				  "set MOKKA_NVIDIA_UVM_MAJOR / MOKKA_NVIDIA_CAPS_MAJOR to a free one",
+				  ours, major, l->e[i].name, src);
+			return -EEXIST;
+		}
+	return 0;
+}
+
+int gd_stage_proc_devices(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,
+			  struct sim_errors *errs)
+{
+	const struct {
+		unsigned major;
+		const char *name;
+	} ours[] = {
+		{ GD_NVIDIA_MAJOR, "nvidia" },
+		{ GD_NVIDIA_MAJOR, "nvidiactl" },
+		{ c->uvm_major, "nvidia-uvm" },
+		{ c->caps_major, "nvidia-caps" },
+	};
+	struct devlist *l = calloc(1, sizeof(*l));
+	char *text, *out = NULL, path[512];
+	size_t len = 0;
+	FILE *f;
+	int r = 0;
+
+	if (!l) {
+		sim_error(errs, "proc-devices", "out of memory");
+		return -ENOMEM;
+	}
+	/* Without a readable list (no /proc), the driver's lines alone. */
+	text = slurp(c->proc_devices_src);
+	parse(text, l);
+	free(text);
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]) && r == 0; i++)
+		r = check_free(l, ours[i].major, ours[i].name, c->proc_devices_src, errs);
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]) && r == 0; i++)
+		add(l, ours[i].major, ours[i].name);
+	if (r == 0 && (!l->block || !(f = open_memstream(&out, &len))))
+		r = -ENOMEM;
+	if (r == 0) {
+		fputs(CHAR_HEADER "\n", f);
+		for (int i = 0; i < l->n; i++)
+			fprintf(f, "%3u %s\n", l->e[i].major, l->e[i].name);
+		fprintf(f, "\n%s", l->block);
+		if (fclose(f) != 0)
+			r = -ENOMEM;
+	}
+	if (r == -ENOMEM)
+		sim_error(errs, "proc-devices", "out of memory");
+	if (r == 0 && (r = gd_path(s, path, sizeof(path), GD_DRIVER "/proc/devices")) == 0 &&
+	    (r = host_write(&ctx->host, path, out, len, 0444)) < 0)
+		sim_error(errs, path, "write: %s", strerror(-r));
+	free(out);
+	free(l->block);
+	free(l);
+	return r;
+}
