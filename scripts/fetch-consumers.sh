@@ -43,7 +43,7 @@ for pkg in $packages; do
 	# apt-get download writes into the current directory.
 	(cd "$dest/debs" && rm -f "${pkg}"_*.deb && apt-get download -q "$pkg" >&2) ||
 		die "$pkg: apt-get download failed (contrib/non-free enabled? apt-get update run?)"
-	deb=$(ls "$dest/debs/${pkg}"_*.deb 2>/dev/null | head -n 1)
+	deb=$(find "$dest/debs" -maxdepth 1 -name "${pkg}_*.deb" | head -n 1)
 	[ -n "$deb" ] || die "$pkg: apt-get download left no ${pkg}_*.deb in $dest/debs"
 	rm -rf "$out.tmp"
 	mkdir -p "$out.tmp"

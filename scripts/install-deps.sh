@@ -17,7 +17,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	libyaml-dev libcjson-dev libnl-3-dev libnl-route-3-dev libcap-dev \
 	libcriterion-dev libibumad-dev libibverbs-dev rdma-core \
 	pciutils kmod curl util-linux iproute2 procps psmisc \
-	systemd python3 file diffutils findutils xz-utils patchelf libxml2-utils python3-yaml
+	systemd python3 file diffutils findutils xz-utils patchelf libxml2-utils python3-yaml \
+	slurmd hwloc libhwloc-contrib-plugins
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"

@@ -20,11 +20,16 @@
  * surfaces need (mknod, mounts for later simulators). */
 static const int caps_files[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
 				  CAP_FOWNER, CAP_FSETID, CAP_KILL, -1 };
+/* gpudriver makes device nodes and bind-mounts /run/nvidia/driver. */
+static const int caps_gpudriver[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+				      CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD,
+				      CAP_SYS_ADMIN, -1 };
 
 static const struct sim_def sim_table[] = {
 	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY, caps_files },
 	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM, caps_files },
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files },
+	{ "gpudriver", "mokka-worker-gpudriver", ROLE_SIM | ROLE_APPLY, caps_gpudriver },
 };
 
 static void worker_schedule_restart(struct supervisor *s, struct worker_proc *w);

@@ -42,10 +42,19 @@ free_port() {
 	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# start_supervisor ARGS... : runs in the background, log in $T/sup.log
+# The real nvidia-smi that gpudriver stages (unpacked by
+# scripts/fetch-consumers.sh), when present.
+: "${MOKKA_CONSUMERS:=/var/cache/mokka-consumers}"
+if [ -z "${MOKKA_NVIDIA_SMI:-}" ] && [ -x "$MOKKA_CONSUMERS/nvidia-smi/usr/bin/nvidia-smi" ]; then
+	export MOKKA_NVIDIA_SMI=$MOKKA_CONSUMERS/nvidia-smi/usr/bin/nvidia-smi
+fi
+
+# start_supervisor ARGS... : runs in the background, log in $T/sup.log.
+# It runs in a private mount namespace (unshare execs in place, so the PID
+# is the supervisor's): the bind mounts Apply makes never reach the host.
 start_supervisor() {
 	PORT=$(free_port)
-	MOKKA_LIBEXECDIR=$B "$B/mokka-supervisor" --host-root "$ROOT" --health-addr "127.0.0.1:$PORT" \
+	MOKKA_LIBEXECDIR=$B unshare -m --propagation private "$B/mokka-supervisor" --host-root "$ROOT" --health-addr "127.0.0.1:$PORT" \
 		--log-level debug "$@" > "$T/sup.log" 2>&1 &
 	SUP_PID=$!
 }

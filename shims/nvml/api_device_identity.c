@@ -17,7 +17,6 @@ STRING_GETTER(nvmlDeviceGetSerial, "serial")
 STRING_GETTER(nvmlDeviceGetVbiosVersion, "vbios_version")
 STRING_GETTER(nvmlDeviceGetBoardPartNumber, "board_part_number")
 STRING_GETTER(nvmlDeviceGetInforomImageVersion, "inforom.image_version")
-STRING_GETTER(nvmlDeviceGetGspFirmwareVersion, "gsp_firmware.version")
 
 NVML_API(nvmlDeviceGetUUID, nvmlDevice_t device, char *uuid, unsigned length)
 {
@@ -25,6 +24,15 @@ NVML_API(nvmlDeviceGetUUID, nvmlDevice_t device, char *uuid, unsigned length)
 	nvmlReturn_t rc = nvml_dev(device, &d);
 
 	return rc ? rc : nvml_copy_str(uuid, length, mdev_uuid(d));
+}
+
+/* The caller's buffer is NVML_GSP_FIRMWARE_VERSION_BUF_SIZE (64) bytes. */
+NVML_API(nvmlDeviceGetGspFirmwareVersion, nvmlDevice_t device, char *version)
+{
+	struct mdev *d;
+	nvmlReturn_t rc = nvml_dev(device, &d);
+
+	return rc ? rc : nvml_key_str(d, "gsp_firmware.version", version, 64);
 }
 
 static const char *const inforom_keys[] = {

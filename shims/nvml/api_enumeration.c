@@ -154,3 +154,7 @@ NVML_API(nvmlGetExcludedDeviceInfoByIndex, unsigned index, void *info)
 	(void)info;
 	return rc ? rc : NVML_ERROR_INVALID_ARGUMENT;	/* there are none */
 }
+
+/* The names before NVML 11 (go-nvml still looks them up). */
+NVML_ALIAS(nvmlGetBlacklistDeviceCount, nvmlGetExcludedDeviceCount);
+NVML_ALIAS(nvmlGetBlacklistDeviceInfoByIndex, nvmlGetExcludedDeviceInfoByIndex);

@@ -21,8 +21,9 @@
 #define NVML_API(name, ...) \
 	NVML_EXPORT nvmlReturn_t name(__VA_ARGS__); \
 	NVML_EXPORT nvmlReturn_t name(__VA_ARGS__)
-#define NVML_ALIAS(alias, target) \
-	NVML_EXPORT __typeof__(target) alias __attribute__((alias(#target)))
+#define NVML_ALIAS(name, target) \
+	extern __typeof__(target) name \
+		__attribute__((alias(#target), visibility("default")))
 
 /* ---- return codes ------------------------------------------------------ */
 
@@ -423,6 +424,9 @@ void nvml_fill_pci(nvmlPciInfo_t *p, const char *bus_id, unsigned dev_id,
 /* Cross-file entry points used by the export table. */
 int nvml_topology_level(struct mdev *a, struct mdev *b);	/* NVML_TOPOLOGY_* */
 bool nvml_nvlink_peers(struct mdev *a, struct mdev *b);
+unsigned nvml_nvlink_count(struct mdev *a, struct mdev *b);
+/* Injected NVLink DL errors so far on one link (0 when none). */
+unsigned long long nvml_nvlink_errors(struct mdev *d, unsigned link);
 nvmlReturn_t nvml_process_list(struct mdev *d, char type, unsigned *count,
 			       void *entries, size_t stride,
 			       void (*fill)(void *entry, unsigned pid,
@@ -432,5 +436,21 @@ nvmlReturn_t nvml_temperature(struct mdev *d, int *celsius);
 /* Margin to T.Limit of a threshold key (NULL: of the current temperature);
  * NOT_SUPPORTED before Ada. */
 nvmlReturn_t nvml_tlimit_margin(struct mdev *d, const char *threshold_key, int *out);
+
+/* Entry points called from other files (the export table, field values). */
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t, unsigned, unsigned,
+					 unsigned long long *);
+nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t, unsigned, unsigned,
+					     unsigned, unsigned long long *);
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t, unsigned, unsigned *,
+				       unsigned long long *);
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t, unsigned *);
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned *, unsigned *,
+				       unsigned *, unsigned *);
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t, unsigned, unsigned *);
+nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t, unsigned, unsigned *);
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t, unsigned, unsigned,
+					     unsigned long long *);
+nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t, unsigned, unsigned long *);
 
 #endif

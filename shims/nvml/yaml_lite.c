@@ -3,6 +3,9 @@
  * just after "- ") and returns with the cursor at the first content
  * character of the next content line; p->ind holds that line's
  * indentation (-1 at the end), which is how parents know to stop. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* memmem */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +103,7 @@ static void skip_flow_space(struct yp *p)
 
 static struct yl_node *flow_value(struct yp *p)
 {
+	struct yl_node *n;
 	char c = cur(p);
 
 	if (c == '[' || c == '{')
@@ -110,7 +114,20 @@ static struct yl_node *flow_value(struct yp *p)
 		yp_fail(p, "unterminated flow collection");
 		return NULL;
 	}
-	return yp_parse_plain(p, true);
+	n = yp_parse_plain(p, true);
+	if (!n || !at_line_end(p))
+		return n;
+	/* Ended by the line: only an indicator may follow, else it would be
+	 * a multi-line scalar (which libyaml folds and we do not). */
+	skip_flow_space(p);
+	c = cur(p);
+	if (c && c != ',' && c != ']' && c != '}' &&
+	    !(c == ':' && (is_blank(ahead(p, 1)) || is_eol(ahead(p, 1))))) {
+		yp_fail(p, "multi-line plain scalars are not supported");
+		yl_free(n);
+		return NULL;
+	}
+	return n;
 }
 
 static bool has_key(const struct yl_node *map, const char *key)
@@ -317,7 +334,7 @@ static char *parse_key(struct yp *p)
 		skip_blanks(p);
 		return key;
 	}
-	if (yp_bad_start(p))
+	if (yp_bad_start(p, false))
 		return NULL;
 	while (!(cur(p) == ':' && (is_blank(ahead(p, 1)) || is_eol(ahead(p, 1)))))
 		p->pos++;	/* at_key found the separator on this line */
@@ -444,11 +461,21 @@ static struct yl_node *parse_node(struct yp *p, int ind)
 	return n;
 }
 
+/* Fails at byte offset at: finds its line and column first. */
+static void refuse_at(struct yp *p, size_t at, const char *what)
+{
+	while (p->pos < at)
+		if (p->s[p->pos++] == '\n')
+			p->line++, p->line_start = p->pos;
+	yp_fail(p, "%s", what);
+}
+
 struct yl_node *yl_parse(const char *buf, size_t len, struct yl_error *err)
 {
 	struct yp p = { .s = buf, .len = len, .line = 1, .err = err };
-	const char *nul = len ? memchr(buf, 0, len) : NULL;
+	const char *what = NULL, *bom;
 	struct yl_node *root = NULL;
+	size_t bad;
 
 	memset(err, 0, sizeof(*err));
 	if (len > YL_MAX_INPUT) {
@@ -456,16 +483,19 @@ struct yl_node *yl_parse(const char *buf, size_t len, struct yl_error *err)
 			(unsigned)YL_MAX_INPUT);
 		return NULL;
 	}
-	if (nul) {
-		p.len = (size_t)(nul - buf);	/* find the position, then refuse */
-		while (p.pos < p.len)
-			if (buf[p.pos++] == '\n')
-				p.line++, p.line_start = p.pos;
-		yp_fail(&p, "NUL byte in document");
+	bad = yp_first_bad_char((const unsigned char *)buf, len, &what);
+	if (bad < len) {
+		refuse_at(&p, bad, what);
 		return NULL;
 	}
 	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
 		p.pos = p.line_start = 3;
+	/* A byte order mark only opens the stream (YAML 1.2 §5.2). */
+	bom = memmem(buf + p.pos, len - p.pos, "\xef\xbb\xbf", 3);
+	if (bom) {
+		refuse_at(&p, (size_t)(bom - buf), "byte order mark inside the document");
+		return NULL;
+	}
 	next_content(&p);
 	if (!p.failed && at_marker(&p, "---")) {
 		p.pos += 3;

@@ -26,7 +26,8 @@ struct yl_node {
 	bool quoted;		/* scalar was quoted: never null, never a bool */
 	unsigned line, col;	/* where it starts in the source (0 if built) */
 	char *key;		/* key when this node is a mapping value */
-	char *str;		/* scalar text (NUL-terminated; NULs are rejected) */
+	char *str;		/* scalar text (NUL-terminated; NULs are rejected);
+				 * a plain null keeps its spelling here too */
 	size_t len;
 	struct yl_node **kids;	/* mapping values (with .key) or sequence items */
 	size_t n, cap;

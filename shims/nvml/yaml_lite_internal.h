@@ -72,7 +72,10 @@ struct yl_node *yp_node_new(struct yp *p, enum yl_kind kind);
 struct yl_node *yp_parse_quoted(struct yp *p);
 /* Plain scalar at the cursor; flow context also stops at , [ ] { } and ':'. */
 struct yl_node *yp_parse_plain(struct yp *p, bool flow);
+/* The offset of the first character a document may not hold, or len;
+ * *what says why. */
+size_t yp_first_bad_char(const unsigned char *s, size_t len, const char **what);
 /* Fails (and returns true) on an indicator that cannot start a scalar here. */
-bool yp_bad_start(struct yp *p);
+bool yp_bad_start(struct yp *p, bool flow);
 
 #endif

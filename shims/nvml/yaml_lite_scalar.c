@@ -1,4 +1,5 @@
-/* yaml_lite scalars: quoted (with escapes) and plain, errors, nodes. */
+/* yaml_lite characters and scalars: what bytes a document may hold,
+ * quoted (with escapes) and plain scalars, errors, nodes. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ struct yl_node *yp_node_new(struct yp *p, enum yl_kind kind)
 }
 
 /* Characters that may not start a plain scalar here. */
-bool yp_bad_start(struct yp *p)
+bool yp_bad_start(struct yp *p, bool flow)
 {
 	char c = cur(p), n = ahead(p, 1);
 	const char *what = NULL;
@@ -51,11 +52,12 @@ bool yp_bad_start(struct yp *p)
 	case '!': what = "tags are not supported"; break;
 	case '|': case '>': what = "block scalars (| and >) are not supported"; break;
 	case '%': case '@': case '`': what = "reserved indicator"; break;
+	case '#': what = "'#' right after an indicator (libyaml reads a comment)"; break;
 	case ',': case ']': case '}': case '[': case '{':
 		what = "unexpected flow indicator";
 		break;
-	case '?':
-		if (is_blank(n) || is_eol(n))
+	case '?':	/* libyaml reads any '?' in flow context as a key indicator */
+		if (flow || is_blank(n) || is_eol(n))
 			what = "complex keys are not supported";
 		break;
 	case '-':
@@ -63,7 +65,7 @@ bool yp_bad_start(struct yp *p)
 			what = "a sequence item is not allowed here";
 		break;
 	case ':':
-		if (is_blank(n) || is_eol(n))
+		if (flow || is_blank(n) || is_eol(n))
 			what = "missing key before ':'";
 		break;
 	}
@@ -232,15 +234,14 @@ static struct yl_node *scalar_from(struct yp *p, size_t start, size_t end, unsig
 	if (!n)
 		return NULL;
 	n->col = col;
-	if (n->kind == YL_SCALAR) {
-		n->str = strndup(p->s + start, end - start);
-		if (!n->str) {
-			yl_free(n);
-			yp_fail(p, "out of memory");
-			return NULL;
-		}
-		n->len = end - start;
+	/* a null keeps its spelling too: "{null: 1}" has the key "null" */
+	n->str = strndup(p->s + start, end - start);
+	if (!n->str) {
+		yl_free(n);
+		yp_fail(p, "out of memory");
+		return NULL;
 	}
+	n->len = end - start;
 	return n;
 }
 
@@ -251,7 +252,7 @@ struct yl_node *yp_parse_plain(struct yp *p, bool flow)
 	size_t start = p->pos;
 	unsigned col = (unsigned)(p->pos - p->line_start + 1);
 
-	if (yp_bad_start(p))
+	if (yp_bad_start(p, flow))
 		return NULL;
 	while (!at_line_end(p)) {
 		char c = cur(p), n = ahead(p, 1);
@@ -269,3 +270,49 @@ struct yl_node *yp_parse_plain(struct yp *p, bool flow)
 	return scalar_from(p, start, p->pos, col);
 }
 
+/* The offset of the first character we refuse, or len: invalid UTF-8,
+ * what YAML 1.2 calls non-printable (C0/C1 controls but tab, LF and CR;
+ * DEL; surrogates; U+FFFE/U+FFFF), and the Unicode line breaks (NEL,
+ * U+2028, U+2029) that only libyaml's YAML 1.1 reading honours. */
+size_t yp_first_bad_char(const unsigned char *s, size_t len, const char **what)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned c = s[i], cp, need;
+
+		if (c < 0x80) {
+			if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+				*what = c ? "control character in document" : "NUL byte in document";
+				return i;
+			}
+			i++;
+			continue;
+		}
+		need = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 ? (c <= 0xef ? 2 : 0) :
+		       c >= 0xc2 && c <= 0xdf ? 1 : 0;
+		*what = "invalid UTF-8";
+		if (!need || need >= len - i)
+			return i;
+		cp = c & (0x3f >> need);
+		for (unsigned k = 1; k <= need; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return i;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return i;
+		if ((cp >= 0x80 && cp < 0xa0) || cp == 0xfffe || cp == 0xffff) {
+			*what = cp == 0x85 ? "unsupported line break (NEL)"
+					   : "non-printable character in document";
+			return i;
+		}
+		if (cp == 0x2028 || cp == 0x2029) {	/* line breaks to libyaml */
+			*what = "unsupported line break (U+2028/U+2029)";
+			return i;
+		}
+		i += need + 1;
+	}
+	return len;
+}

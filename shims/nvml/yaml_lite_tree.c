@@ -288,8 +288,12 @@ bool yl_double(const struct yl_node *n, double *out)
 	/* Digits only: strtod would also take "nan", "inf" and hex floats. */
 	if (strspn(s, "+-0123456789.eE") != strlen(s))
 		return false;
-	*out = strtod(s, &end);
-	return end != s && !*end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end)
+		return false;
+	*out = v;
+	return true;
 }
 
 bool yl_bool(const struct yl_node *n, bool *out)

@@ -89,12 +89,20 @@ static void own_dir(struct host *h, bool created)
 static int apply_symlink(struct sim_ctx *ctx, const struct where *w, const char *why,
 			 struct sim_errors *errs)
 {
-	int r = host_symlink(&ctx->host, w->target, GD_RUN_DRIVER);
+	char cur[4096];
+	ssize_t n = readlink(w->mp, cur, sizeof(cur) - 1);
+	bool had = n > 0 && (size_t)n == strlen(w->target) && memcmp(cur, w->target, (size_t)n) == 0;
+	struct stat st;
+	int r;
 
-	if (r < 0)
+	/* Our empty mount point from a pass that could mount gives way. */
+	if (lstat(w->mp, &st) == 0 && S_ISDIR(st.st_mode) && ctx->host.prev &&
+	    manifest_has(ctx->host.prev, GD_RUN_DRIVER))
+		rmdir(w->mp);
+	if ((r = host_symlink(&ctx->host, w->target, GD_RUN_DRIVER)) < 0)
 		sim_error(errs, GD_RUN_DRIVER, "bind mount not permitted (%s), and symlink -> %s "
 			  "failed: %s", why, w->target, strerror(-r));
-	else
+	else if (!had)
 		log_warn("gpudriver: %s: bind mount not permitted (%s); made a symlink to %s",
 			 GD_RUN_DRIVER, why, w->target);
 	return r;

@@ -77,7 +77,7 @@ int gd_stage_devnodes(struct sim_ctx *ctx, const struct state *s, const struct g
 	}
 	for (size_t i = 0; i < gd_ncaps; i++) {
 		snprintf(rel, sizeof(rel), "nvidia-caps/%s", gd_caps[i].node);
-		gd_first(&first, node(ctx, s, rel, gd_caps[i].mode, major_of(MAJ_CAPS, c),
+		gd_first(&first, node(ctx, s, rel, c->cap_mode[i], major_of(MAJ_CAPS, c),
 				      gd_caps[i].minor, errs));
 	}
 	return first;

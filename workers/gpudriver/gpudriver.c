@@ -13,8 +13,10 @@
 const struct gd_cap gd_caps[] = {
 	{ "mig/config", "nvidia-cap1", 1, 0400 },
 	{ "mig/monitor", "nvidia-cap2", 2, 0444 },
+	{ "fabric-imex-mgmt", "nvidia-cap512", 512, 0400 },
 };
 const size_t gd_ncaps = sizeof(gd_caps) / sizeof(gd_caps[0]);
+_Static_assert(sizeof(gd_caps) / sizeof(gd_caps[0]) <= GD_MAX_CAPS, "raise GD_MAX_CAPS");
 
 int gd_path(const struct state *s, char *buf, size_t len, const char *fmt, ...)
 {
@@ -55,6 +57,28 @@ static int env_major(const char *const names[], unsigned def, unsigned *out,
 	return 0;
 }
 
+static int env_cap_modes(struct gd_conf *c, struct sim_errors *errs)
+{
+	for (size_t i = 0; i < gd_ncaps && i < GD_MAX_CAPS; i++) {
+		char name[64], *end;
+		const char *v;
+		unsigned long m;
+
+		snprintf(name, sizeof(name), "MOKKA_NVIDIA_CAP%u_MODE", gd_caps[i].minor);
+		c->cap_mode[i] = gd_caps[i].mode;
+		if (!(v = getenv(name)) || !*v)
+			continue;
+		errno = 0;
+		m = strtoul(v, &end, 8);
+		if (errno || *end || m > 0777) {
+			sim_error(errs, "config", "$%s='%s': want an octal mode 0..0777", name, v);
+			return -EINVAL;
+		}
+		c->cap_mode[i] = (mode_t)m;
+	}
+	return 0;
+}
+
 int gd_conf_load(struct gd_conf *c, struct sim_errors *errs)
 {
 	static const char *const uvm[] = { "MOKKA_NVIDIA_UVM_MAJOR", NULL };
@@ -64,7 +88,8 @@ int gd_conf_load(struct gd_conf *c, struct sim_errors *errs)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->proc_devices_src, sizeof(c->proc_devices_src), "/proc/devices");
 	if ((r = env_major(uvm, GD_DEFAULT_UVM_MAJOR, &c->uvm_major, errs)) < 0 ||
-	    (r = env_major(caps, GD_DEFAULT_CAPS_MAJOR, &c->caps_major, errs)) < 0)
+	    (r = env_major(caps, GD_DEFAULT_CAPS_MAJOR, &c->caps_major, errs)) < 0 ||
+	    (r = env_cap_modes(c, errs)) < 0)
 		return r;
 	if (c->uvm_major == c->caps_major) {
 		sim_error(errs, "config", "nvidia-uvm and nvidia-caps majors are both %u; "

@@ -2,8 +2,9 @@
  * rendered under the driver root R/driver (NVML.md §7, §7.1):
  *
  *   devnodes.c      dev/nvidia<minor>, nvidiactl, nvidia-modeset, nvidia-uvm,
- *                   nvidia-uvm-tools, nvidia-caps/nvidia-cap{1,2}
- *   procfs.c        proc/driver/nvidia/{version,params,registry,capabilities/mig/*}
+ *                   nvidia-uvm-tools, nvidia-caps/nvidia-cap{1,2,512}
+ *   procfs.c        proc/driver/nvidia/{version,params,registry}, and
+ *                   capabilities/{mig/config,mig/monitor,fabric-imex-mgmt}
  *   procfs_gpus.c   proc/driver/nvidia/gpus/<bdf>/{information,registry,power}
  *   proc_devices.c  proc/devices (the host's list with the driver's majors)
  *   modules.c       proc/modules and R/sys/module/nvidia*
@@ -11,6 +12,7 @@
  *   engine_config.c config/config.yaml (+ an empty overrides.yaml)
  *   nvidia_smi.c    usr/bin/nvidia-smi: a real binary with an $ORIGIN run path
  *   apply.c         /run/nvidia/driver (bind mount, else symlink)
+ *   profile.c       per-GPU profile values the compiled state lacks
  *
  * Majors: nvidia is 195 (fixed, as on every real system).  The driver's
  * dynamic majors are configurable because a real kernel picks them at load
@@ -46,21 +48,26 @@
 #define GD_SMI GD_DRIVER "/usr/bin/nvidia-smi"
 #define GD_RUN_DRIVER "/run/nvidia/driver"	/* a real host path, not under R */
 
+#define GD_MAX_CAPS 4
+
 /* Environment-derived settings, read at every Stage. */
 struct gd_conf {
 	unsigned uvm_major, caps_major;
+	mode_t cap_mode[GD_MAX_CAPS];	/* per gd_caps[i]: default or $MOKKA_NVIDIA_CAP<minor>_MODE */
 	char proc_devices_src[256];	/* the running kernel's list: /proc/devices */
 };
 
 /* 0, or -EINVAL with the offending variable in errs. */
 int gd_conf_load(struct gd_conf *c, struct sim_errors *errs);
 
-/* The nvidia-caps capabilities: node, procfs file, minor and mode agree. */
+/* The nvidia-caps capabilities (SURFACES.md §11.3): node and procfs file
+ * say the same minor and mode.  The mode is the real driver's unless
+ * $MOKKA_NVIDIA_CAP<minor>_MODE (octal) says otherwise. */
 struct gd_cap {
 	const char *proc;		/* under proc/driver/nvidia/capabilities */
 	const char *node;		/* under dev/nvidia-caps */
 	unsigned minor;
-	mode_t mode;
+	mode_t mode;			/* default */
 };
 extern const struct gd_cap gd_caps[];
 extern const size_t gd_ncaps;

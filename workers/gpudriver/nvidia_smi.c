@@ -27,8 +27,9 @@ bool gd_nvidia_smi_source(const struct state *s, char *reason, size_t len)
 	struct stat st;
 
 	if (!s->nvidia_smi_src[0]) {
-		snprintf(reason, len, "no nvidia-smi source: none given (--nvidia-smi or "
-			 "$MOKKA_NVIDIA_SMI) and none installed where Mokka looks");
+		snprintf(reason, len, "no nvidia-smi source: none given (--nvidia-smi, "
+			 "$MOKKA_NVIDIA_SMI) and none at %s/nvidia-smi or /usr/bin/nvidia-smi",
+			 MOKKA_PKGDATADIR);
 		return false;
 	}
 	if (stat(s->nvidia_smi_src, &st) < 0) {

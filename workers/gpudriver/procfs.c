@@ -103,7 +103,6 @@ int gd_stage_procfs(struct sim_ctx *ctx, const struct state *s, const struct gd_
 	char text[512], rel[128], *params = NULL;
 	int first = 0, r;
 
-	(void)c;
 	snprintf(text, sizeof(text),
 		 "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  %s\n"
 		 "GCC version:  %s\n", s->driver_version, GD_BUILD_DATE, GD_COMPILER);
@@ -121,7 +120,7 @@ int gd_stage_procfs(struct sim_ctx *ctx, const struct state *s, const struct gd_
 	for (size_t i = 0; i < gd_ncaps; i++) {
 		snprintf(rel, sizeof(rel), "capabilities/%s", gd_caps[i].proc);
 		snprintf(text, sizeof(text), "DeviceFileMinor: %u\nDeviceFileMode: %u\n"
-			 "DeviceFileModify: 1\n", gd_caps[i].minor, (unsigned)gd_caps[i].mode);
+			 "DeviceFileModify: 1\n", gd_caps[i].minor, (unsigned)c->cap_mode[i]);
 		gd_first(&first, write_file(ctx, s, rel, text, errs));
 	}
 	return first;
