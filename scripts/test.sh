@@ -55,6 +55,7 @@ fi
 # Benchmark: a report of ratios measured in this run, never a verdict.
 if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/reconcile.sh | grep '^bench:' || true
+	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/nvml.sh | grep '^bench:' || true
 fi
 
 printf '%s\n' "${summary[@]}"
