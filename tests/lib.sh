@@ -91,6 +91,22 @@ worker_pid() { # worker_pid NAME -> pid of mokka-worker-NAME under the superviso
 }
 daemon_pid() { pgrep -P "$SUP_PID" -f '^nv-fabricmanager' | head -1; }
 
+# glibc_only SO: SO, a library loaded into foreign programs, may depend on
+# glibc alone: ldd shows only the vDSO, libc and the dynamic loader, and
+# DT_NEEDED names libc.so.6 only.
+glibc_only() {
+	local so=$1 deps bad needed
+	[ -f "$so" ] || die "$so not built"
+	deps=$(ldd "$so") || die "ldd $so"
+	echo "$deps"
+	bad=$(printf '%s\n' "$deps" |
+		grep -Ev '^[[:space:]]*(linux-vdso\.so\.1|linux-gate\.so\.1|libc\.so\.6|/[^ ]*/ld-linux[^ ]*\.so\.[0-9]+)( |$)') &&
+		fail "unexpected dependencies: $bad"
+	printf '%s\n' "$deps" | grep -q 'libc\.so\.6' || fail "no libc dependency?"
+	needed=$(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }')
+	[ "$needed" = "libc.so.6" ] || fail "NEEDED is '$needed', want libc.so.6 only"
+}
+
 finish() {
 	stop_supervisor
 	# Sanitizer builds: a report from the supervisor, a worker or a daemon

@@ -238,24 +238,15 @@ static nvmlReturn_t f_link_count(struct mdev *d, const struct field *f, unsigned
 	return links_of() ? put_u32(v, links_of()) : NVML_ERROR_NOT_SUPPORTED;
 }
 
-static nvmlReturn_t f_link_state(struct mdev *d, const struct field *f, unsigned scope,
-				 nvmlFieldValue_t *v)
+/* 165 (arg 0): the state of link scope; 166 (arg 1): its version. */
+static nvmlReturn_t f_link_u32(struct mdev *d, const struct field *f, unsigned scope,
+			       nvmlFieldValue_t *v)
 {
-	unsigned on;
-	nvmlReturn_t rc = nvmlDeviceGetNvLinkState(d, scope, &on);
+	unsigned x;
+	nvmlReturn_t rc = f->arg ? nvmlDeviceGetNvLinkVersion(d, scope, &x)
+				 : nvmlDeviceGetNvLinkState(d, scope, &x);
 
-	(void)f;
-	return rc ? rc : put_u32(v, on);
-}
-
-static nvmlReturn_t f_link_version(struct mdev *d, const struct field *f, unsigned scope,
-				   nvmlFieldValue_t *v)
-{
-	unsigned ver;
-	nvmlReturn_t rc = nvmlDeviceGetNvLinkVersion(d, scope, &ver);
-
-	(void)f;
-	return rc ? rc : put_u32(v, ver);
+	return rc ? rc : put_u32(v, x);
 }
 
 /* DL error counters 161-163 (arg: nvmlNvLinkErrorCounter_t): the link
@@ -318,8 +309,8 @@ static const struct field fields[] = {
 	{ 162, 162, f_link_errors, NULL, NVML_NVLINK_ERROR_DL_RECOVERY },
 	{ 163, 163, f_link_errors, NULL, NVML_NVLINK_ERROR_DL_CRC_FLIT },
 	{ 164, 164, f_link_speed, NULL, -2 },
-	{ 165, 165, f_link_state, NULL, 0 },
-	{ 166, 166, f_link_version, NULL, 0 },
+	{ 165, 165, f_link_u32, NULL, 0 },
+	{ 166, 166, f_link_u32, NULL, 1 },
 	{ 170, 170, f_c2c_count, NULL, 0 },
 	{ 171, 171, f_c2c_count, NULL, 1 },
 	{ 185, 185, f_power, "power.current_draw_mw", 0 },

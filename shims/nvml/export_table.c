@@ -21,6 +21,14 @@ static nvmlReturn_t slot_unsupported(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
 	return NVML_ERROR_NOT_SUPPORTED;
 }
 
+/* NAME: a slot that hands its first three arguments and EXTRA to HELPER. */
+#define SLOT_WITH(name, helper, extra)                                    \
+	static nvmlReturn_t name(arg_t a0, arg_t a1, arg_t a2, arg_t a3) \
+	{                                                                \
+		(void)a3;                                                \
+		return helper(a0, a1, a2, extra);                        \
+	}
+
 static struct mdev *slot_device(arg_t a)
 {
 	void *h = (void *)a;
@@ -150,23 +158,9 @@ static nvmlReturn_t process_slot(arg_t a0, arg_t a1, arg_t a2, char type)
 }
 
 /* 213: compute processes, 214: MPS (none), 215: graphics. */
-static nvmlReturn_t slot_compute(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
-{
-	(void)a3;
-	return process_slot(a0, a1, a2, 'C');
-}
-
-static nvmlReturn_t slot_mps(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
-{
-	(void)a3;
-	return process_slot(a0, a1, a2, 'M');
-}
-
-static nvmlReturn_t slot_graphics(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
-{
-	(void)a3;
-	return process_slot(a0, a1, a2, 'G');
-}
+SLOT_WITH(slot_compute, process_slot, 'C')
+SLOT_WITH(slot_mps, process_slot, 'M')
+SLOT_WITH(slot_graphics, process_slot, 'G')
 
 /* 230: the host side's maximum PCIe generation (dev, unsigned *gen). */
 static nvmlReturn_t host_link_gen(struct mdev *d, unsigned *gen)
@@ -192,17 +186,8 @@ static nvmlReturn_t part_number(arg_t a0, arg_t a1, arg_t a2, const char *key)
 	return nvml_key_str(d, key, (char *)a1, (unsigned)a2);
 }
 
-static nvmlReturn_t slot_gpu_part_number(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
-{
-	(void)a3;
-	return part_number(a0, a1, a2, "gpu_part_number");
-}
-
-static nvmlReturn_t slot_fru_part_number(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
-{
-	(void)a3;
-	return part_number(a0, a1, a2, "fru_part_number");
-}
+SLOT_WITH(slot_gpu_part_number, part_number, "gpu_part_number")
+SLOT_WITH(slot_fru_part_number, part_number, "fru_part_number")
 
 /* 240: the GPU's margin to T.Limit (dev, int *celsius), Ada and later;
  * its success switches nvidia-smi to the T.Limit threshold rows. */

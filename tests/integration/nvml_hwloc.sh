@@ -13,43 +13,15 @@
 # initialise without error.  For NVLink 3/4 profiles whose NVSwitches are
 # PCI devices of the node (hwloc 2.9 knows no later NVLink version), hwloc
 # must also build its NVLinkBandwidth matrix from the NVML NVLink calls.
-#
-# MOKKA_NVML_HAND_STAGE=1 stages the library by hand while the gpudriver
-# worker does not exist yet (development only).
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../nvml_lib.sh"
 
-PY=/usr/bin/python3
 PLUGIN=/usr/lib/x86_64-linux-gnu/hwloc/hwloc_nvml.so
-LIB=$B/.libs/libnvidia-ml.so
-GPUDRIVER=$B/mokka-worker-gpudriver
-PCIBUS=$B/mokka-worker-pcibus
 
 command -v lstopo-no-graphics >/dev/null || die "lstopo-no-graphics missing (Debian package hwloc; install-deps.sh)"
 [ -f "$PLUGIN" ] || die "$PLUGIN missing (Debian package libhwloc-contrib-plugins; install-deps.sh)"
-[ -x "$PY" ] || die "$PY missing"
-"$PY" -c 'import yaml' 2>/dev/null || die "python3-yaml missing for $PY (install-deps.sh)"
-[ -x "$PCIBUS" ] || die "$PCIBUS not built"
-if [ ! -x "$GPUDRIVER" ]; then
-	[ "${MOKKA_NVML_HAND_STAGE:-}" = 1 ] || die "$GPUDRIVER not built"
-	[ -f "$LIB" ] || die "$LIB not built"
-	note "MOKKA_NVML_HAND_STAGE=1: staging the library by hand (development only)"
-fi
-
-stage() {
-	local h=$1 p=$2 d=$1$R/driver
-	mkdir -p "$h"
-	if [ -x "$GPUDRIVER" ]; then
-		"$GPUDRIVER" --host-root "$h" --config "$p" stage > "$T/stage.log" 2>&1 ||
-			{ sed 's/^/# /' "$T/stage.log"; return 1; }
-	else
-		mkdir -p "$d/usr/lib64" "$d/config"
-		cp "$LIB" "$d/usr/lib64/libnvidia-ml.so.1"
-		ln -sf libnvidia-ml.so.1 "$d/usr/lib64/libnvidia-ml.so"
-		cp "$p" "$d/config/config.yaml"
-	fi
-	"$PCIBUS" --host-root "$h" --config "$p" stage > "$T/stage.log" 2>&1 ||
-		{ sed 's/^/# /' "$T/stage.log"; return 1; }
-}
+nvml_require_python
+nvml_require_workers
 
 # check.py PROFILE XML TEXT: prints "FAIL: ..." lines, exits 1 on any.
 cat > "$T/check.py" <<'PYEOF'
@@ -140,34 +112,15 @@ print("%d GPUs checked, %d problems" % (n, len(fails)))
 sys.exit(1 if fails else 0)
 PYEOF
 
-# A variant of a100 without NVSwitches whose GPUs are wired to each other
-# (device_links with remote_index), so hwloc builds its NVLinkBandwidth
-# matrix from NVML's NVLink state, version and remote PCI info.
-"$PY" - "$S/etc/profiles/a100.yaml" "$T/a100-p2p.yaml" <<'EOF' || fail "could not write the a100-p2p variant"
-import sys, yaml
-p = yaml.safe_load(open(sys.argv[1]))
-nv = p["nvlink"]
-sw = set(s["bdf"].lower() for s in nv.pop("switches", None) or [])
-for rc in p["pcie_topology"]["root_complexes"]:
-    rc["devices"] = [b for b in rc["devices"] if b.lower() not in sw]
-n = len(p["devices"])
-nv["links_per_gpu"] = 7
-nv["device_links"] = [{"index": i, "links":
-    [{"link": k, "remote_index": i ^ 1} for k in range(4)] +
-    [{"link": k, "remote_index": i ^ 2} for k in (4, 5)] +
-    [{"link": 6, "remote_index": i ^ 3, "state": "inactive"}]} for i in range(n)]
-yaml.safe_dump(p, open(sys.argv[2], "w"), sort_keys=False)
-EOF
+# The a100-p2p variant: hwloc builds its NVLinkBandwidth matrix from
+# NVML's NVLink state, version and remote PCI info.
+nvml_write_a100_p2p "$T/a100-p2p.yaml" || fail "could not write the a100-p2p variant"
 
 n=0
 for p in "$S"/etc/profiles/*.yaml "$T/a100-p2p.yaml"; do
 	[ -f "$p" ] || continue
 	n=$((n + 1))
-	name=$(basename "$p" .yaml)
-	h=$T/$name
-	lib=$h$R/driver/usr/lib64
-	rm -rf "$h"
-	stage "$h" "$p" || { fail "$name: staging failed"; continue; }
+	nvml_stage_profile "$p" || continue
 	[ -d "$h$R/sys/bus/pci/devices" ] || { fail "$name: pcibus staged no sys/bus/pci/devices"; continue; }
 	lenv() {
 		env -u MOCK_NVML_CONFIG -u HWLOC_COMPONENTS -u HWLOC_PLUGINS_PATH -u HWLOC_PLUGINS_BLACKLIST \

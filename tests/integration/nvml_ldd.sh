@@ -1,24 +1,13 @@
-#!/bin/sh
+#!/bin/bash
 # libnvidia-ml.so is dlopen'ed by foreign programs (nvidia-smi, pynvml,
 # Slurm, hwloc), so it may depend on glibc alone, must carry the soname
 # they load, and must export every NVML name those consumers look up
 # (shims/nvml/nvml_exports.map, built from shared/data/*_symbols.txt).
-set -u
-so="${MOKKA_BUILDDIR:?}/.libs/libnvidia-ml.so"
-map="${MOKKA_SRCDIR:?}/shims/nvml/nvml_exports.map"
-rc=0
-fail() { echo "FAIL: $*"; rc=1; }
+. "$(dirname "$0")/../lib.sh"
+so=$B/.libs/libnvidia-ml.so
+map=$S/shims/nvml/nvml_exports.map
 
-[ -f "$so" ] || { echo "FAIL: $so not built"; exit 1; }
-
-deps=$(ldd "$so") || { echo "FAIL: ldd $so"; exit 1; }
-echo "$deps"
-bad=$(printf '%s\n' "$deps" |
-	grep -Ev '^[[:space:]]*(linux-vdso\.so\.1|linux-gate\.so\.1|libc\.so\.6|/[^ ]*/ld-linux[^ ]*\.so\.[0-9]+)( |$)') &&
-	fail "unexpected dependencies: $bad"
-
-needed=$(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }')
-[ "$needed" = "libc.so.6" ] || fail "NEEDED is '$needed', want libc.so.6 only"
+glibc_only "$so"
 soname=$(objdump -p "$so" | awk '$1 == "SONAME" { print $2 }')
 [ "$soname" = "libnvidia-ml.so.1" ] || fail "SONAME is '$soname'"
 
@@ -34,7 +23,7 @@ missing=$(printf '%s\n' "$want" | grep -vxF "$exported")
 [ -z "$missing" ] || fail "not exported: $(echo $missing)"
 
 # The four consumer lists themselves, when shared/ is beside the tree.
-data="${MOKKA_SRCDIR}/../shared/data"
+data=$S/../shared/data
 for list in nvidia-smi-535-nvml-symbols pynvml_symbols slurm_nvml_symbols hwloc_nvml_symbols; do
 	[ -f "$data/$list.txt" ] || continue
 	missing=$(grep -E '^nvml' "$data/$list.txt" | grep -vxF "$exported")
@@ -45,5 +34,5 @@ done
 extra=$(printf '%s\n' "$exported" | grep -v '^nvml')
 [ -z "$extra" ] || fail "non-NVML exports: $(echo $extra)"
 
-[ $rc -eq 0 ] && echo "ok: glibc only, $n NVML names exported"
-exit $rc
+[ "$FAILS" -eq 0 ] && pass "glibc only, $n NVML names exported"
+finish

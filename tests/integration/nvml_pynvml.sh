@@ -19,45 +19,15 @@
 # the test checks it answered (driver version string from the profile):
 # the real libnvidia-ml1 is usually installed too (pulled in by pynvml and
 # hwloc's plugins).  Missing consumer or worker = FAIL, never skip.
-#
-# MOKKA_NVML_HAND_STAGE=1 stages the library by hand while the gpudriver
-# worker does not exist yet (development only).
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../nvml_lib.sh"
 
 CONS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
 PYDIR=$CONS/python3-pynvml/usr/lib/python3/dist-packages
-PY=/usr/bin/python3
-LIB=$B/.libs/libnvidia-ml.so
-GPUDRIVER=$B/mokka-worker-gpudriver
-PCIBUS=$B/mokka-worker-pcibus
 
-[ -x "$PY" ] || die "$PY missing (Debian python3; install-deps.sh)"
-"$PY" -c 'import yaml' 2>/dev/null || die "python3-yaml missing for $PY (install-deps.sh)"
+nvml_require_python
 [ -f "$PYDIR/pynvml.py" ] || die "pynvml not unpacked at $PYDIR (run scripts/fetch-consumers.sh)"
-[ -x "$PCIBUS" ] || die "$PCIBUS not built"
-if [ ! -x "$GPUDRIVER" ]; then
-	[ "${MOKKA_NVML_HAND_STAGE:-}" = 1 ] || die "$GPUDRIVER not built"
-	[ -f "$LIB" ] || die "$LIB not built"
-	note "MOKKA_NVML_HAND_STAGE=1: staging the library by hand (development only)"
-fi
-
-# stage HOSTROOT PROFILE: the node as the workers render it.
-stage() {
-	local h=$1 p=$2 d=$1$R/driver
-	mkdir -p "$h"
-	if [ -x "$GPUDRIVER" ]; then
-		"$GPUDRIVER" --host-root "$h" --config "$p" stage > "$T/stage.log" 2>&1 ||
-			{ sed 's/^/# /' "$T/stage.log"; return 1; }
-	else
-		mkdir -p "$d/usr/lib64" "$d/config"
-		cp "$LIB" "$d/usr/lib64/libnvidia-ml.so.1"
-		ln -sf libnvidia-ml.so.1 "$d/usr/lib64/libnvidia-ml.so"
-		cp "$p" "$d/config/config.yaml"
-	fi
-	"$PCIBUS" --host-root "$h" --config "$p" stage > "$T/stage.log" 2>&1 ||
-		{ sed 's/^/# /' "$T/stage.log"; return 1; }
-	[ -e "$d/usr/lib64/libnvidia-ml.so.1" ] || { echo "no $d/usr/lib64/libnvidia-ml.so.1"; return 1; }
-}
+nvml_require_workers
 
 cat > "$T/check.py" <<'PYEOF'
 import copy, ctypes, os, sys, time

@@ -15,30 +15,18 @@
 # decides it (no NVLink, or NVLinks to NVSwitches only) the expected string
 # comes from the profile; in every case it must equal what the same NVML
 # calls answer when asked directly.
-#
-# MOKKA_NVML_HAND_STAGE=1 stages the library by hand while the gpudriver
-# worker does not exist yet (development only).
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../nvml_lib.sh"
 
 CONS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
 PLUGDIR=$CONS/slurm-wlm-nvml-plugin/usr/lib/x86_64-linux-gnu/slurm-wlm
 SYSPLUG=/usr/lib/x86_64-linux-gnu/slurm-wlm
-PY=/usr/bin/python3
-LIB=$B/.libs/libnvidia-ml.so
-GPUDRIVER=$B/mokka-worker-gpudriver
-PCIBUS=$B/mokka-worker-pcibus
 
 command -v slurmd >/dev/null || die "slurmd missing (Debian package slurmd; install-deps.sh)"
 [ -f "$PLUGDIR/gpu_nvml.so" ] || die "gpu_nvml.so not unpacked at $PLUGDIR (run scripts/fetch-consumers.sh)"
 [ -d "$SYSPLUG" ] || die "$SYSPLUG missing (slurm-wlm-basic-plugins)"
-[ -x "$PY" ] || die "$PY missing"
-"$PY" -c 'import yaml' 2>/dev/null || die "python3-yaml missing for $PY (install-deps.sh)"
-[ -x "$PCIBUS" ] || die "$PCIBUS not built"
-if [ ! -x "$GPUDRIVER" ]; then
-	[ "${MOKKA_NVML_HAND_STAGE:-}" = 1 ] || die "$GPUDRIVER not built"
-	[ -f "$LIB" ] || die "$LIB not built"
-	note "MOKKA_NVML_HAND_STAGE=1: staging the library by hand (development only)"
-fi
+nvml_require_python
+nvml_require_workers
 NODE=$(hostname -s)
 
 # slurmd stats each GPU's device file.  The node's /dev/nvidia<minor> live
@@ -80,22 +68,6 @@ for m in $minors ctl; do
 done
 exec "$@"
 EOF
-
-stage() {
-	local h=$1 p=$2 d=$1$R/driver
-	mkdir -p "$h"
-	if [ -x "$GPUDRIVER" ]; then
-		"$GPUDRIVER" --host-root "$h" --config "$p" stage > "$T/stage.log" 2>&1 ||
-			{ sed 's/^/# /' "$T/stage.log"; return 1; }
-	else
-		mkdir -p "$d/usr/lib64" "$d/config"
-		cp "$LIB" "$d/usr/lib64/libnvidia-ml.so.1"
-		ln -sf libnvidia-ml.so.1 "$d/usr/lib64/libnvidia-ml.so"
-		cp "$p" "$d/config/config.yaml"
-	fi
-	"$PCIBUS" --host-root "$h" --config "$p" stage > "$T/stage.log" 2>&1 ||
-		{ sed 's/^/# /' "$T/stage.log"; return 1; }
-}
 
 # expect.py PROFILE LIBDIR: one line per GPU of the profile:
 #   <minor> <type> <links from the profile or "?"> <links from NVML>
@@ -189,36 +161,15 @@ for i, e in enumerate(ents):
           nvml_links[i] if i < len(nvml_links) else "?")
 PYEOF
 
-# A variant of a100 without NVSwitches whose GPUs are wired to each other
-# (device_links with remote_index): 4 links to GPU i^1, 2 to i^2 and an
-# inactive one to i^3, so Links= has real counts to check.
-"$PY" - "$S/etc/profiles/a100.yaml" "$T/a100-p2p.yaml" <<'EOF' || fail "could not write the a100-p2p variant"
-import sys, yaml
-p = yaml.safe_load(open(sys.argv[1]))
-nv = p["nvlink"]
-sw = set(s["bdf"].lower() for s in nv.pop("switches", None) or [])
-for rc in p["pcie_topology"]["root_complexes"]:
-    rc["devices"] = [b for b in rc["devices"] if b.lower() not in sw]
-n = len(p["devices"])
-nv["links_per_gpu"] = 7
-nv["device_links"] = [{"index": i, "links":
-    [{"link": k, "remote_index": i ^ 1} for k in range(4)] +
-    [{"link": k, "remote_index": i ^ 2} for k in (4, 5)] +
-    [{"link": 6, "remote_index": i ^ 3, "state": "inactive"}]} for i in range(n)]
-yaml.safe_dump(p, open(sys.argv[2], "w"), sort_keys=False)
-EOF
+# The a100-p2p variant, so Links= has real counts to check.
+nvml_write_a100_p2p "$T/a100-p2p.yaml" || fail "could not write the a100-p2p variant"
 
 n=0
 for p in "$S"/etc/profiles/*.yaml "$T/a100-p2p.yaml"; do
 	[ -f "$p" ] || continue
 	n=$((n + 1))
-	name=$(basename "$p" .yaml)
-	h=$T/$name
-	lib=$h$R/driver/usr/lib64
-	rm -rf "$h"
-	stage "$h" "$p" || { fail "$name: staging failed"; continue; }
+	nvml_stage_profile "$p" || continue
 	[ -e "$lib/libnvidia-ml.so" ] || fail "$name: the driver root has no unversioned libnvidia-ml.so (slurmd dlopens that name)"
-	[ -e "$lib/libnvidia-ml.so.1" ] || { fail "$name: no $lib/libnvidia-ml.so.1"; continue; }
 
 	if ! env -u MOCK_NVML_CONFIG LD_LIBRARY_PATH="$lib" "$PY" "$T/expect.py" "$p" "$lib" > "$T/expect" 2> "$T/expect.err"; then
 		fail "$name: could not ask the mock for the NVLink layout"
