@@ -28,6 +28,23 @@ nvml_require_workers() {
 	fi
 }
 
+# $T/nvml_profile.py, imported by the tests' Python helpers in $T:
+# load(PATH) -> (profile, its device_defaults, its devices[] sorted by index
+# and cut to system.num_devices, their count, its nvlink block).
+cat > "$T/nvml_profile.py" <<'PYEOF'
+import yaml
+
+
+def load(path):
+    prof = yaml.safe_load(open(path))
+    dd = prof.get("device_defaults") or {}
+    ents = sorted(prof.get("devices") or [], key=lambda e: e.get("index", 0))
+    n = len(ents)
+    if (prof.get("system") or {}).get("num_devices"):
+        n = min(n, int(prof["system"]["num_devices"]))
+    return prof, dd, ents[:n], n, prof.get("nvlink") or {}
+PYEOF
+
 # stage HOSTROOT PROFILE: the node as the workers render it.
 stage() {
 	local h=$1 p=$2 d=$1$R/driver

@@ -25,16 +25,10 @@ nvml_require_workers
 
 # check.py PROFILE XML TEXT: prints "FAIL: ..." lines, exits 1 on any.
 cat > "$T/check.py" <<'PYEOF'
-import copy, re, sys, yaml
+import re, sys
 import xml.etree.ElementTree as ET
-prof = yaml.safe_load(open(sys.argv[1]))
-dd = prof.get("device_defaults") or {}
-ents = sorted(prof.get("devices") or [], key=lambda e: e.get("index", 0))
-n = len(ents)
-if (prof.get("system") or {}).get("num_devices"):
-    n = min(n, int(prof["system"]["num_devices"]))
-ents = ents[:n]
-nvl = prof.get("nvlink") or {}
+from nvml_profile import load
+prof, dd, ents, n, nvl = load(sys.argv[1])
 fails = []
 
 def bus_of(e):

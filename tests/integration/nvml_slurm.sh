@@ -72,15 +72,9 @@ EOF
 # expect.py PROFILE LIBDIR: one line per GPU of the profile:
 #   <minor> <type> <links from the profile or "?"> <links from NVML>
 cat > "$T/expect.py" <<'PYEOF'
-import ctypes, sys, yaml
-prof = yaml.safe_load(open(sys.argv[1]))
-dd = prof.get("device_defaults") or {}
-ents = sorted(prof.get("devices") or [], key=lambda e: e.get("index", 0))
-n = len(ents)
-if (prof.get("system") or {}).get("num_devices"):
-    n = min(n, int(prof["system"]["num_devices"]))
-ents = ents[:n]
-nvl = prof.get("nvlink") or {}
+import ctypes, sys
+from nvml_profile import load
+prof, dd, ents, n, nvl = load(sys.argv[1])
 lpg = int(nvl.get("links_per_gpu", 0) or 0)
 explicit = nvl.get("links") or nvl.get("device_links")
 
