@@ -86,6 +86,29 @@ tree_snapshot() {
 	 cd "$1" && find . -type f -exec sha1sum {} + | sort -k2)
 }
 
+# check_root_restored: the root matches the snapshot in $T/before.
+check_root_restored() {
+	tree_snapshot "$ROOT" > "$T/after"
+	if diff -u "$T/before" "$T/after" > "$T/tree.diff"; then
+		pass "root left exactly as it was"
+	else
+		fail "the root changed"; sed 's/^/# /' "$T/tree.diff" | head -30
+	fi
+}
+
+# stop_and_check_teardown DAEMON-PID: SIGTERM the supervisor, which must
+# exit 0, stop its daemon and leave the root exactly as it was.
+stop_and_check_teardown() {
+	local dpid=$1 rc
+	kill -TERM "$SUP_PID"
+	wait_for 20 sh -c "! kill -0 $SUP_PID 2>/dev/null" || fail "supervisor did not exit on SIGTERM"
+	wait "$SUP_PID"; rc=$?
+	check "supervisor exit status 0 after teardown (got $rc)" [ "$rc" -eq 0 ]
+	check "daemon stopped" sh -c "! kill -0 $dpid 2>/dev/null"
+	check_root_restored
+	SUP_PID=
+}
+
 worker_pid() { # worker_pid NAME -> pid of mokka-worker-NAME under the supervisor
 	pgrep -P "$SUP_PID" -f "mokka-worker-$1\$" | head -1
 }

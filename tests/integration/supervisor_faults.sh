@@ -160,16 +160,5 @@ check "/readyz 200 after the daemon restart" wait_for 5 is_code /readyz 200
 
 # ---- teardown: SIGTERM leaves the root exactly as it was ----
 dpid=$(daemon_pid)
-kill -TERM "$SUP_PID"
-wait_for 20 sh -c "! kill -0 $SUP_PID 2>/dev/null" || fail "supervisor did not exit on SIGTERM"
-wait "$SUP_PID"; rc=$?
-check "supervisor exit status 0 after teardown (got $rc)" [ "$rc" -eq 0 ]
-check "daemon stopped" sh -c "! kill -0 $dpid 2>/dev/null"
-tree_snapshot "$ROOT" > "$T/after"
-if ! diff -u "$T/before" "$T/after" > "$T/tree.diff"; then
-	fail "teardown left the root changed"; sed 's/^/# /' "$T/tree.diff" | head -30
-else
-	pass "teardown restored the root"
-fi
-SUP_PID=
+stop_and_check_teardown "$dpid"
 finish

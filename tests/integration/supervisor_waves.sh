@@ -77,16 +77,5 @@ wait_for 40 grep -q '550.999.03' "$nfd" || fail "Apply was not retried once the 
 check "daemon still the one started at the first barrier" [ "$(daemon_pid)" = "$dpid" ]
 
 # Teardown: SIGTERM leaves the root exactly as it was.
-kill -TERM "$SUP_PID"
-wait_for 15 sh -c "! kill -0 $SUP_PID 2>/dev/null" || fail "supervisor did not exit on SIGTERM"
-wait "$SUP_PID"; rc=$?
-check "supervisor exit status 0 after teardown (got $rc)" [ "$rc" -eq 0 ]
-check "daemon stopped" sh -c "! kill -0 $dpid 2>/dev/null"
-tree_snapshot "$ROOT" > "$T/after"
-if ! diff -u "$T/before" "$T/after" > "$T/tree.diff"; then
-	fail "teardown left the root changed"; sed 's/^/# /' "$T/tree.diff" | head -30
-else
-	pass "teardown restored the root"
-fi
-SUP_PID=
+stop_and_check_teardown "$dpid"
 finish

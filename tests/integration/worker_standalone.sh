@@ -37,7 +37,5 @@ check "unknown verb is a usage error (exit 2)" sh -c "'$B/mokka-worker-pcibus' -
 check "--help works" sh -c "'$B/mokka-worker-pcibus' --help | grep -q stage"
 
 rmdir "$ROOT$R" "$ROOT/var/lib" "$ROOT/var" 2>/dev/null	# R is the supervisor's, not a worker's
-tree_snapshot "$ROOT" > "$T/after"
-if diff -u "$T/before" "$T/after" > "$T/diff"; then pass "root left as it was"; else
-	fail "root changed"; sed 's/^/# /' "$T/diff" | head -20; fi
+check_root_restored
 finish
