@@ -61,6 +61,49 @@ static const struct field fabric_fields[] = {
 	FI(struct state_fabric, bandwidth_per_link_mbps, F_LONG),
 };
 
+const char *const state_ib_counter_names[STATE_IB_COUNTERS] = {
+	"symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+	"port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+	"port_xmit_discards", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+	"local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped",
+	"port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets",
+	"port_xmit_wait", "unicast_xmit_packets", "unicast_rcv_packets",
+	"multicast_xmit_packets", "multicast_rcv_packets",
+};
+
+static const struct field ib_fields[] = {
+	FI(struct state_ib, enabled, F_BOOL),
+	FS(struct state_ib, hca_type),
+	FI(struct state_ib, device_id, F_U16),
+	FS(struct state_ib, fw_version),
+	FS(struct state_ib, hw_rev),
+	FS(struct state_ib, board_id),
+	FS(struct state_ib, link_layer),
+	FI(struct state_ib, rate_gbps, F_INT),
+	FI(struct state_ib, sm_lid, F_U32),
+	FI(struct state_ib, cap_mask, F_U32),
+	FI(struct state_ib, leaf_ports, F_INT),
+	FI(struct state_ib, spines, F_INT),
+	FI(struct state_ib, tcp_port, F_INT),
+	FS(struct state_ib, listen),
+	FS(struct state_ib, peers),
+	FS(struct state_ib, socket),
+};
+
+static const struct field hca_fields[] = {
+	FI(struct state_hca, index, F_INT),
+	FS(struct state_hca, name),
+	FS(struct state_hca, bus_id),
+	FI(struct state_hca, root, F_INT),
+	FI(struct state_hca, numa_node, F_INT),
+	FI(struct state_hca, node_guid, F_U64),
+	FI(struct state_hca, port_guid, F_U64),
+	FI(struct state_hca, lid, F_U32),
+	FI(struct state_hca, port_state, F_INT),
+	FI(struct state_hca, phys_state, F_INT),
+	FS(struct state_hca, node_desc),
+};
+
 static const struct field top_fields[] = {
 	FI(struct state, generation, F_U64),
 	FS(struct state, node_name),
@@ -179,6 +222,74 @@ static int get_fields(const cJSON *obj, void *base, const struct field *f, size_
 	return 0;
 }
 
+/* Counters travel as decimal strings (u64). */
+static int put_ib(cJSON *root, const struct state_ib *ib)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "ib"), *arr, *h, *c, *v;
+	char num[32];
+
+	if (!o || put_fields(o, ib, ib_fields, NFIELDS(ib_fields)) < 0 ||
+	    !(arr = cJSON_AddArrayToObject(o, "hcas")))
+		return -ENOMEM;
+	for (int i = 0; i < ib->num_hcas; i++) {
+		if (!(h = cJSON_CreateObject()))
+			return -ENOMEM;
+		cJSON_AddItemToArray(arr, h);
+		if (put_fields(h, &ib->hcas[i], hca_fields, NFIELDS(hca_fields)) < 0 ||
+		    !(c = cJSON_AddArrayToObject(h, "counters")))
+			return -ENOMEM;
+		for (int k = 0; k < STATE_IB_COUNTERS; k++) {
+			snprintf(num, sizeof(num), "%llu", (unsigned long long)ib->hcas[i].counters[k]);
+			if (!(v = cJSON_CreateString(num)))
+				return -ENOMEM;
+			cJSON_AddItemToArray(c, v);
+		}
+	}
+	return 0;
+}
+
+static int get_ib(const cJSON *root, struct state_ib *ib, char *err, size_t errlen)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "ib"), *arr, *it, *c, *v;
+	int i = 0;
+
+	if (get_fields(o, ib, ib_fields, NFIELDS(ib_fields), "ib", err, errlen) < 0)
+		return -EINVAL;
+	arr = cJSON_GetObjectItemCaseSensitive(o, "hcas");
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_HCAS) {
+		snprintf(err, errlen, "state: ib.hcas: not an array of at most %d", STATE_MAX_HCAS);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		struct state_hca *h = &ib->hcas[i++];
+		int k = 0;
+
+		if (get_fields(it, h, hca_fields, NFIELDS(hca_fields), "ib.hcas[]", err, errlen) < 0)
+			return -EINVAL;
+		if (!state_valid_bdf(h->bus_id) || !state_valid_path_component(h->name)) {
+			snprintf(err, errlen, "state: ib.hcas[%d]: invalid name or bus_id", i - 1);
+			return -EINVAL;
+		}
+		c = cJSON_GetObjectItemCaseSensitive(it, "counters");
+		if (!cJSON_IsArray(c) || cJSON_GetArraySize(c) != STATE_IB_COUNTERS) {
+			snprintf(err, errlen, "state: ib.hcas[%d].counters: want %d values", i - 1,
+				 STATE_IB_COUNTERS);
+			return -EINVAL;
+		}
+		cJSON_ArrayForEach(v, c) {
+			char *end;
+
+			if (!cJSON_IsString(v) || !isdigit((unsigned char)v->valuestring[0])) {
+				snprintf(err, errlen, "state: ib.hcas[%d].counters: not decimal", i - 1);
+				return -EINVAL;
+			}
+			h->counters[k++] = strtoull(v->valuestring, &end, 10);
+		}
+	}
+	ib->num_hcas = i;
+	return 0;
+}
+
 int state_encode(const struct state *s, char **out, size_t *len)
 {
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
@@ -209,6 +320,8 @@ int state_encode(const struct state *s, char **out, size_t *len)
 	}
 	if (!(o = cJSON_AddObjectToObject(root, "fabric")) ||
 	    put_fields(o, &s->fabric, fabric_fields, NFIELDS(fabric_fields)) < 0)
+		goto out;
+	if (put_ib(root, &s->ib) < 0)
 		goto out;
 	if (s->topology_doc) {
 		if (!cJSON_AddStringToObject(root, "topology_doc", s->topology_doc))
@@ -295,6 +408,13 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "fabric"), &s->fabric,
 		       fabric_fields, NFIELDS(fabric_fields), "fabric", err, errlen) < 0)
 		goto out;
+	if (get_ib(root, &s->ib, err, errlen) < 0)
+		goto out;
+	for (i = 0; i < s->ib.num_hcas; i++)
+		if (s->ib.hcas[i].root < -1 || s->ib.hcas[i].root >= s->num_roots) {
+			snprintf(err, errlen, "state: ib.hcas[%d]: invalid root", i);
+			goto out;
+		}
 	v = cJSON_GetObjectItemCaseSensitive(root, "topology_doc");
 	if (cJSON_IsString(v)) {
 		s->topology_doc = strdup(v->valuestring);
@@ -323,6 +443,43 @@ out:
 	cJSON_Delete(root);
 	if (r)
 		state_free(s);
+	return r;
+}
+
+int state_ib_encode(const char *node_name, const struct state_ib *ib, char **out, size_t *len)
+{
+	cJSON *root = cJSON_CreateObject();
+	int r = -ENOMEM;
+
+	if (root && cJSON_AddStringToObject(root, "node_name", node_name) &&
+	    put_ib(root, ib) == 0 && (*out = cJSON_PrintUnformatted(root))) {
+		*len = strlen(*out);
+		r = 0;
+	}
+	cJSON_Delete(root);
+	return r;
+}
+
+int state_ib_decode(const char *json, size_t len, char *node_name, struct state_ib *ib,
+		    char *err, size_t errlen)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *n;
+	int r = -EINVAL;
+
+	memset(ib, 0, sizeof(*ib));
+	if (!root) {
+		snprintf(err, errlen, "ib config: not valid JSON");
+		return -EINVAL;
+	}
+	n = cJSON_GetObjectItemCaseSensitive(root, "node_name");
+	if (!cJSON_IsString(n) || strlen(n->valuestring) >= STATE_NAME_MAX)
+		snprintf(err, errlen, "ib config: node_name: missing or too long");
+	else if (get_ib(root, ib, err, errlen) == 0) {
+		strcpy(node_name, n->valuestring);
+		r = 0;
+	}
+	cJSON_Delete(root);
 	return r;
 }
 

@@ -53,6 +53,51 @@ struct state_fabric {
 	long bandwidth_per_link_mbps;
 };
 
+/* InfiniBand (the reference's `infiniband:` block), identities derived by
+ * the compiler (IB.md §1.3) so the sysfs tree, mock-ib and every peer agree. */
+#define STATE_MAX_HCAS 256
+#define STATE_IB_COUNTERS 21
+
+/* Port counters in IB.md §2.1 order; sysfs file name = the table entry. */
+extern const char *const state_ib_counter_names[STATE_IB_COUNTERS];
+
+struct state_hca {
+	int index;				/* i of mlx5_<i> */
+	char name[16];				/* "mlx5_0" */
+	char bus_id[16];			/* PCI function, "0000:1b:00.0" */
+	int root;				/* index into roots; -1 if none */
+	int numa_node;
+	uint64_t node_guid;			/* sys_image_guid = node_guid */
+	uint64_t port_guid;			/* node_guid | 1 */
+	uint32_t lid;				/* 0x100..0xbfff */
+	int port_state;				/* 1 DOWN .. 5 ACTIVE_DEFER */
+	int phys_state;				/* 1 Sleep .. 7 Phy Test */
+	char node_desc[64];
+	uint64_t counters[STATE_IB_COUNTERS];
+};
+
+struct state_ib {
+	bool enabled;
+	char hca_type[16];			/* "MT4129" */
+	uint16_t device_id;			/* PCI device id, from hca_type */
+	char fw_version[32];
+	char hw_rev[16];			/* "0x0" */
+	char board_id[32];
+	char link_layer[16];			/* "InfiniBand" | "Ethernet" */
+	int rate_gbps;				/* 100 EDR, 200 HDR, 400 NDR, 800 XDR */
+	uint32_t sm_lid;			/* 1 */
+	uint32_t cap_mask;			/* PortInfo CapabilityMask */
+	/* Fabric shape and daemon settings. */
+	int leaf_ports;				/* CA-facing ports per leaf switch */
+	int spines;				/* spine switches (0 = single leaf level) */
+	int tcp_port;				/* fabric relay port, 18515 */
+	char listen[64];			/* relay listen address, "" = off */
+	char peers[1024];			/* "host[:port],..." */
+	char socket[256];			/* host path of mock-ib's socket */
+	int num_hcas;
+	struct state_hca hcas[STATE_MAX_HCAS];
+};
+
 struct state {
 	uint64_t generation;
 	char node_name[STATE_NAME_MAX];
@@ -69,6 +114,7 @@ struct state {
 	int cores_per_numa;			/* 0 = unknown */
 
 	struct state_fabric fabric;
+	struct state_ib ib;
 
 	/* Where gpudriver takes the real nvidia-smi from ("" = none found). */
 	char nvidia_smi_src[4096];
@@ -91,6 +137,14 @@ int state_encode(const struct state *s, char **out, size_t *len);
  * a message in err. */
 int state_decode(const char *json, size_t len, struct state *s,
 		 char *err, size_t errlen);
+
+/* The InfiniBand part alone, as mock-ib's configuration file (the ib
+ * worker writes it, the daemon and its peers read it):
+ *   {"node_name": "...", "ib": {... as in the state document ...}}
+ * decode fills node_name (size STATE_NAME_MAX) and ib. */
+int state_ib_encode(const char *node_name, const struct state_ib *ib, char **out, size_t *len);
+int state_ib_decode(const char *json, size_t len, char *node_name, struct state_ib *ib,
+		    char *err, size_t errlen);
 
 /* Validation helpers shared by the compiler and the workers. */
 bool state_valid_bdf(const char *s);		/* dddd:bb:dd.f, lowercase hex */

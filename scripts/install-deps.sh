@@ -18,7 +18,9 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	libcriterion-dev libibumad-dev libibverbs-dev rdma-core \
 	pciutils kmod curl util-linux iproute2 procps psmisc \
 	systemd python3 file diffutils findutils xz-utils patchelf libxml2-utils python3-yaml \
-	slurmd hwloc libhwloc-contrib-plugins
+	slurmd hwloc libhwloc-contrib-plugins \
+	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev \
+	prometheus-node-exporter
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"

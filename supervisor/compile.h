@@ -16,6 +16,11 @@ struct compile_opts {
 	const char *fabric_state_dir;	/* NULL = <R>/fabric-state */
 	long fabric_init_delay_ms;
 	const char *nvidia_smi_src;	/* real nvidia-smi to stage; NULL/"" = none */
+	/* mock-ib's fabric relay and socket (NULL/0 = defaults) */
+	int ib_port;			/* --ib-port, MOCK_IB_PING_PORT; 18515 */
+	const char *ib_peers;		/* --ib-peers, MOCK_IB_PEERS: "host[:port],..." */
+	const char *ib_listen;		/* --ib-listen; MOCK_IB_PING_FABRIC=1 = 0.0.0.0 */
+	const char *ib_socket;		/* --ib-socket; <R>/run/mock-ib.sock */
 };
 
 /* profile_name/topology_name are what errors print ("etc/x.yaml",

@@ -67,6 +67,12 @@ bool cc_all_chars(const char *s, const char *set);
 int compile_devices(struct cctx *c, const struct ynode *root,
 		    struct dev_build *b, int *count);
 
+/* compile_ib.c: after devices and topology (HCAs sit next to GPUs). */
+struct compile_opts;
+int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_opts *o,
+	       struct state *s);
+uint32_t compile_ib_fnv1a32(const char *s);
+
 /* compile_topology.c */
 int compile_topology(struct cctx *c, const struct ynode *root,
 		     struct dev_build *devs, int ndevs, struct state *s);

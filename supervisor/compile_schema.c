@@ -235,11 +235,29 @@ static const struct field root_complex_f[] = {
 	S("id"), I("numa_node"), SEQ("devices", F_STR), S("cpu_affinity"), END };
 static const struct field pcie_topology_f[] = {
 	SEQM("root_complexes", root_complex_f), I("cores_per_numa"), END };
+static const struct field ib_counters_f[] = {
+	U("symbol_error"), U("link_error_recovery"), U("link_downed"), U("port_rcv_errors"),
+	U("port_rcv_remote_physical_errors"), U("port_rcv_switch_relay_errors"),
+	U("port_xmit_discards"), U("port_xmit_constraint_errors"),
+	U("port_rcv_constraint_errors"), U("local_link_integrity_errors"),
+	U("excessive_buffer_overrun_errors"), U("VL15_dropped"), U("port_xmit_data"),
+	U("port_rcv_data"), U("port_xmit_packets"), U("port_rcv_packets"),
+	U("port_xmit_wait"), U("unicast_xmit_packets"), U("unicast_rcv_packets"),
+	U("multicast_xmit_packets"), U("multicast_rcv_packets"), END };
+static const struct field ib_hca_f[] = {
+	I("index"), S("port_state"), S("phys_state"), M("counters", ib_counters_f), END };
+static const struct field ib_fabric_f[] = { I("leaf_ports"), I("spines"), END };
+static const struct field infiniband_f[] = {
+	B("enabled"), S("hca_type"), S("fw_version"), S("hw_rev"), S("board_id"),
+	S("link_layer"), I("rate_gbps"), S("port_state"), S("phys_state"),
+	I("hcas_per_gpu"), I("hca_count"), S("guid_prefix"), S("node_desc_template"),
+	/* Mokka extensions */
+	M("counters", ib_counters_f), SEQM("hcas", ib_hca_f), M("fabric", ib_fabric_f), END };
 static const struct field profile_f[] = {
 	S("version"), M("system", system_f), M("device_defaults", device_config_f),
 	SEQM("devices", device_override_f), M("nvlink", nvlink_f),
 	M("pcie_topology", pcie_topology_f),
-	ANY("infiniband"),	/* consumed by the InfiniBand simulator */
+	M("infiniband", infiniband_f),
 	END };
 
 static const struct field clique_f[] = { U("id"), SEQ("nodes", F_STR), END };

@@ -78,6 +78,10 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 		.gpu_count_cap = getenv("GPU_COUNT") ? atoi(getenv("GPU_COUNT")) : 0,
 		.fabric_state_dir = getenv("MOCK_FABRICMANAGER_STATE_DIR"),
 		.nvidia_smi_src = options_find_nvidia_smi(s->opt.nvidia_smi),
+		.ib_port = s->opt.ib_port,
+		.ib_peers = s->opt.ib_peers,
+		.ib_listen = s->opt.ib_listen,
+		.ib_socket = s->opt.ib_socket,
 	};
 	struct state st;
 	char err[1024];

@@ -87,6 +87,11 @@ static void usage(FILE *f)
 	      "  --simulators LIST         comma-separated subset to run (default: all)\n"
 	      "  --mock-root PATH          host path of the mock tree (default /var/lib/nvml-mock)\n"
 	      "  --nvidia-smi PATH         real nvidia-smi binary to stage (default: search)\n"
+	      "  --ib-port PORT            mock-ib fabric relay port (default $MOCK_IB_PING_PORT, 18515)\n"
+	      "  --ib-peers LIST           mock-ib peers, host[:port],... (default $MOCK_IB_PEERS)\n"
+	      "  --ib-listen ADDR          relay listen address (default 0.0.0.0 with peers or\n"
+	      "                            MOCK_IB_PING_FABRIC=1, else off)\n"
+	      "  --ib-socket PATH          mock-ib socket, host path (default <mock-root>/run/mock-ib.sock)\n"
 	      "  --help, --version\n\n"
 	      "Health: GET /healthz, /readyz, /metrics on --health-addr.\n", f);
 }
@@ -94,7 +99,8 @@ static void usage(FILE *f)
 int options_parse(int argc, char **argv, struct options *o)
 {
 	enum { O_CONFIG = 256, O_TOPO, O_ROOT, O_HEALTH, O_RESYNC, O_SHUT, O_LVL, O_FMT,
-	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION, O_SMI };
+	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION, O_SMI, O_IBPORT, O_IBPEERS,
+	       O_IBLISTEN, O_IBSOCK };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, O_FG },
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -109,6 +115,10 @@ int options_parse(int argc, char **argv, struct options *o)
 		{ "simulators", required_argument, NULL, O_SIMS },
 		{ "mock-root", required_argument, NULL, O_MOCK },
 		{ "nvidia-smi", required_argument, NULL, O_SMI },
+		{ "ib-port", required_argument, NULL, O_IBPORT },
+		{ "ib-peers", required_argument, NULL, O_IBPEERS },
+		{ "ib-listen", required_argument, NULL, O_IBLISTEN },
+		{ "ib-socket", required_argument, NULL, O_IBSOCK },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -127,6 +137,13 @@ int options_parse(int argc, char **argv, struct options *o)
 		snprintf(o->node_name, sizeof(o->node_name), "%s", getenv("NODE_NAME"));
 	else
 		gethostname(o->node_name, sizeof(o->node_name) - 1);
+	/* The reference's environment, so its chart keeps working. */
+	if (getenv("MOCK_IB_PING_PORT"))
+		o->ib_port = atoi(getenv("MOCK_IB_PING_PORT"));
+	if (getenv("MOCK_IB_PEERS") && *getenv("MOCK_IB_PEERS"))
+		o->ib_peers = getenv("MOCK_IB_PEERS");
+	if (getenv("MOCK_IB_PING_FABRIC") && !strcmp(getenv("MOCK_IB_PING_FABRIC"), "1"))
+		o->ib_listen = "0.0.0.0";
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -174,6 +191,25 @@ int options_parse(int argc, char **argv, struct options *o)
 			o->mock_root = optarg;
 			break;
 		case O_SMI: o->nvidia_smi = optarg; break;
+		case O_IBPORT: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 65535) {
+				fprintf(stderr, "mokka-supervisor: --ib-port: want 1..65535, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->ib_port = (int)v;
+			break;
+		}
+		case O_IBPEERS: o->ib_peers = optarg; break;
+		case O_IBLISTEN: o->ib_listen = optarg; break;
+		case O_IBSOCK:
+			if (optarg[0] != '/' || strstr(optarg, "..")) {
+				fprintf(stderr, "mokka-supervisor: --ib-socket: want an absolute path without '..', got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->ib_socket = optarg;
+			break;
 		case O_HELP: usage(stdout); return 1;
 		case O_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
 		default: usage(stderr); return -EINVAL;

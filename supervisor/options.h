@@ -20,6 +20,11 @@ struct options {
 	const char *simulators;		/* comma list; NULL = all */
 	const char *mock_root;		/* host path of R */
 	const char *nvidia_smi;		/* --nvidia-smi; NULL = search */
+	/* mock-ib (reference env names as fallbacks) */
+	int ib_port;			/* --ib-port, MOCK_IB_PING_PORT */
+	const char *ib_peers;		/* --ib-peers, MOCK_IB_PEERS */
+	const char *ib_listen;		/* --ib-listen, MOCK_IB_PING_FABRIC=1 */
+	const char *ib_socket;		/* --ib-socket */
 };
 
 /* The real nvidia-smi gpudriver stages: the flag, else $MOKKA_NVIDIA_SMI,

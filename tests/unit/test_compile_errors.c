@@ -199,7 +199,7 @@ Test(compile, unknown_key_warns_not_fails)
 	rc = compile_str("w.yaml", HEAD
 			 "  thermal: {temperature_gpu_c: 30, frobnicate: 1}\n"	/* 14 */
 			 TWO_DEVICES
-			 "infiniband: {anything: [goes, here]}\n"
+			 "infiniband: {enabled: false, anything: [goes, here]}\n"
 			 "extra_top: 1\n", NULL);
 	restore_stderr(saved);
 	out = read_file(path, &len);
@@ -209,7 +209,8 @@ Test(compile, unknown_key_warns_not_fails)
 	cr_assert(strstr(out, "w.yaml:14:36: device_defaults.thermal.frobnicate: unknown key"),
 		  "stderr: %s", out);
 	cr_assert(strstr(out, "extra_top: unknown key"), "stderr: %s", out);
-	cr_assert_null(strstr(out, "infiniband"), "infiniband is a known block: %s", out);
+	cr_assert(strstr(out, "infiniband.anything: unknown key"), "stderr: %s", out);
+	cr_assert_null(strstr(out, "infiniband.enabled"), "%s", out);
 	cr_assert_null(strstr(out, "temperature_gpu_c"), "%s", out);
 	free(out);
 }
