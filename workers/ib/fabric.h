@@ -42,7 +42,9 @@ struct ib_fab_ca {
 	struct ib_link up;		/* port 1's peer (a leaf), or none */
 };
 
-#define IB_SWITCH_MAX_PORTS 128
+/* 254 = the most an IB switch can number (NumPorts is a byte, 255 is
+ * reserved): a spine needs one port per leaf. */
+#define IB_SWITCH_MAX_PORTS 254
 struct ib_fab_switch {
 	uint64_t guid;			/* node GUID = port GUID (port 0) */
 	uint32_t lid;			/* port 0's LID; 1 = the SM's switch */
@@ -58,6 +60,16 @@ struct ib_fabric {
 	int nsws;
 	uint32_t sm_lid;		/* 1 */
 	int sm_switch;			/* index of the switch holding sm_lid, -1 */
+	/* Shape (from the first member after sorting).  sws[0..nleaves-1]
+	 * are leaves, the rest spines.  A leaf serves rails_per_leaf
+	 * adjacent rails: 1, unless one leaf per rail would need spines
+	 * wider than IB_SWITCH_MAX_PORTS (then the fewest that fit). */
+	int leaf_ports;			/* CA-facing ports per leaf (1..128) */
+	int spines;			/* 0 = leaves only, no interconnect */
+	int nleaves;
+	int rails_per_leaf;
+	int rate_gbps;			/* switch-to-switch links */
+	struct ib_fab_index *ix;	/* private: LID and GUID lookups */
 };
 
 /* Deterministic for a given member set (members are sorted by node name
@@ -69,6 +81,8 @@ void ib_fabric_free(struct ib_fabric *f);
 int ib_fabric_ca_by_lid(const struct ib_fabric *f, uint32_t lid);
 int ib_fabric_ca_by_guid(const struct ib_fabric *f, uint64_t port_guid);
 int ib_fabric_local_ca(const struct ib_fabric *f, const char *name);	/* "mlx5_0" */
+int ib_fabric_switch_by_lid(const struct ib_fabric *f, uint32_t lid);
+int ib_fabric_switch_by_guid(const struct ib_fabric *f, uint64_t guid);
 
 /* ------------------------------------------------------------------ */
 /* The MAD engine.                                                     */
@@ -97,7 +111,11 @@ struct mad_result {
 	int target_ca;		/* FORWARD / DELIVER */
 	int ingress_port;	/* FORWARD: port the SMP enters target_ca on (1) */
 	uint8_t *reply;		/* REPLY: malloc'd response MAD, caller frees */
-	size_t reply_len;	/* 256, or more for a reassembled RMPP reply */
+	size_t reply_len;	/* 256; for an SA GetTableResp (RMPP) exactly
+				 * 56 + records x record size, as the kernel
+				 * reassembles it: less than 256 for a short
+				 * table (the buffer is still >= 256 bytes),
+				 * more for a multi-segment one */
 	uint32_t reply_slid;	/* REPLY: LID the response comes from */
 	uint32_t reply_qpn;	/* REPLY: remote QP (0 SMI, 1 GSI) */
 };
