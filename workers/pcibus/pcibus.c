@@ -28,6 +28,7 @@
 #define GPU_BAR0_SIZE		(16ULL << 20)
 #define GPU_BAR3_SIZE		(32ULL << 20)
 #define GPU_BAR1_MIN		(256ULL << 20)
+#define HCA_BAR0_SIZE		(32ULL << 20)	/* ConnectX-6/7 */
 #define MMIO32_BASE		0x90000000ULL	/* below-4G MMIO window */
 #define MMIO32_END		0xfc000000ULL
 #define MMIO64_BASE		0x200000000000ULL	/* 32 TiB: above-4G MMIO */
@@ -106,6 +107,11 @@ static int parse_root(const char *id, unsigned *dom, unsigned *bus)
 }
 
 static struct pcibus_fn *find_fn(struct pcibus_plan *p, const char *bdf)
+{
+	return (struct pcibus_fn *)pcibus_plan_find(p, bdf);
+}
+
+const struct pcibus_fn *pcibus_plan_find(const struct pcibus_plan *p, const char *bdf)
 {
 	for (int i = 0; i < p->nfns; i++)
 		if (strcmp(p->fns[i].bdf, bdf) == 0)
@@ -190,54 +196,81 @@ static void normalize_link(struct state_pcie_link *l, const struct state_pcie_li
 		l->cur_width = l->max_width;
 }
 
-static int add_gpu(struct pcibus_plan *p, const struct state *s, const struct cpu_model *cm,
-		   const struct state_device *d, struct sim_errors *errs)
+/* Place one endpoint: parse its BDF, find its root complex, take a slot in
+ * the plan (not yet counted: the caller fills the identity and then bumps
+ * p->nfns).  what names it in errors ("device 3", "HCA mlx5_0"). */
+static struct pcibus_fn *place_endpoint(struct pcibus_plan *p, const struct state *s,
+					const struct cpu_model *cm, const char *bus_id,
+					int root, int numa_node, const char *what,
+					struct sim_errors *errs, int *err)
 {
 	const struct state_root_complex *rc = NULL;
 	struct pcibus_fn *f;
 	unsigned rdom, rbus;
 	char root_id[16];
-	int r;
 
-	if (p->nfns >= PCIBUS_MAX_FNS)
-		return -ENOSPC;
+	*err = 0;
+	if (p->nfns >= PCIBUS_MAX_FNS) {
+		*err = -ENOSPC;
+		return NULL;
+	}
 	f = &p->fns[p->nfns];
 	memset(f, 0, sizeof(*f));
-	if (parse_bdf(d->bus_id, &f->domain, &f->bus, &f->dev, &f->fn) < 0) {
-		sim_error(errs, "bus_id", "pcibus: device %d: bus id \"%.16s\": not dddd:bb:dd.f",
-			  d->index, d->bus_id);
-		return -EINVAL;
+	*err = -EINVAL;
+	if (parse_bdf(bus_id, &f->domain, &f->bus, &f->dev, &f->fn) < 0) {
+		sim_error(errs, "bus_id", "pcibus: %s: bus id \"%.16s\": not dddd:bb:dd.f",
+			  what, bus_id);
+		return NULL;
 	}
-	if (find_fn(p, d->bus_id)) {
-		sim_error(errs, d->bus_id, "pcibus: %s: device %d: bus id used twice",
-			  d->bus_id, d->index);
-		return -EEXIST;
+	if (find_fn(p, bus_id)) {
+		sim_error(errs, bus_id, "pcibus: %s: %s: bus id used twice", bus_id, what);
+		*err = -EEXIST;
+		return NULL;
 	}
-	if (d->root >= 0 && d->root < s->num_roots) {
-		rc = &s->roots[d->root];
+	if (root >= 0 && root < s->num_roots) {
+		rc = &s->roots[root];
 		snprintf(root_id, sizeof(root_id), "%s", rc->id);
-	} else if (d->root == -1) {
+	} else if (root == -1) {
 		/* No root complex in the topology: a host bridge for the
 		 * domain's bus 00, so the device still shows up (decision 10). */
 		snprintf(root_id, sizeof(root_id), "pci%04x:00", f->domain & 0xffff);
 	} else {
-		sim_error(errs, d->bus_id, "pcibus: %s: root %d: no such root complex",
-			  d->bus_id, d->root);
-		return -EINVAL;
+		sim_error(errs, bus_id, "pcibus: %s: root %d: no such root complex", bus_id, root);
+		return NULL;
 	}
 	if (parse_root(root_id, &rdom, &rbus) < 0) {
 		sim_error(errs, "topology", "pcibus: root \"%.16s\": not pcidddd:bb", root_id);
-		return -EINVAL;
+		return NULL;
 	}
 	if (rdom != f->domain || f->bus < rbus) {
-		sim_error(errs, d->bus_id, "pcibus: %s: not below root complex %s",
-			  d->bus_id, root_id);
-		return -EINVAL;
+		sim_error(errs, bus_id, "pcibus: %s: not below root complex %s", bus_id, root_id);
+		return NULL;
 	}
-	if ((r = add_root(p, root_id)) < 0)
-		return r;
-	snprintf(f->bdf, sizeof(f->bdf), "%s", d->bus_id);
+	if ((*err = add_root(p, root_id)) < 0)
+		return NULL;
+	snprintf(f->bdf, sizeof(f->bdf), "%s", bus_id);
 	snprintf(f->root_id, sizeof(f->root_id), "%s", root_id);
+	f->numa_node = rc ? rc->numa_node : numa_node;
+	if (device_cpus(cm, rc, f->numa_node, f->cpus) < 0) {
+		sim_error(errs, bus_id, "pcibus: %s: root %s: cpu_affinity \"%s\": not a cpulist",
+			  bus_id, root_id, rc->cpu_affinity);
+		*err = -EINVAL;
+		return NULL;
+	}
+	*err = 0;
+	return f;
+}
+
+static int add_gpu(struct pcibus_plan *p, const struct state *s, const struct cpu_model *cm,
+		   const struct state_device *d, struct sim_errors *errs)
+{
+	struct pcibus_fn *f;
+	char what[32];
+	int r;
+
+	snprintf(what, sizeof(what), "device %d", d->index);
+	if (!(f = place_endpoint(p, s, cm, d->bus_id, d->root, d->numa_node, what, errs, &r)))
+		return r;
 	f->driver = "nvidia";
 	f->vendor = d->vendor_id ? d->vendor_id : NVIDIA_VENDOR;
 	f->device = d->device_id;
@@ -245,7 +278,6 @@ static int add_gpu(struct pcibus_plan *p, const struct state *s, const struct cp
 	f->subsys_device = d->subsys_device_id;
 	f->class_code = GPU_CLASS;
 	f->revision = GPU_REVISION;
-	f->numa_node = rc ? rc->numa_node : d->numa_node;
 	normalize_link(&f->link, &d->pcie);
 	f->nres = PCIBUS_BRIDGE_RESOURCES;
 	f->res[0] = (struct pcibus_resource){ 0, GPU_BAR0_SIZE,
@@ -253,35 +285,73 @@ static int add_gpu(struct pcibus_plan *p, const struct state *s, const struct cp
 	f->res[1] = (struct pcibus_resource){ 0, pow2_at_least(d->bar1_total_bytes, GPU_BAR1_MIN),
 		PCIBUS_RES_MEM | PCIBUS_RES_PREFETCH | PCIBUS_RES_MEM_64 | PCIBUS_RES_SIZEALIGN | 0xc };
 	f->res[3] = (struct pcibus_resource){ 0, GPU_BAR3_SIZE, f->res[1].flags };
-	if (device_cpus(cm, rc, f->numa_node, f->cpus) < 0) {
-		sim_error(errs, d->bus_id, "pcibus: %s: root %s: cpu_affinity \"%s\": not a cpulist",
-			  d->bus_id, root_id, rc->cpu_affinity);
-		return -EINVAL;
-	}
 	p->nfns++;
 	return 0;
 }
 
-/* The root port above a GPU: one per secondary bus, on its root's bus at
- * the first free device number. */
-static int add_port(struct pcibus_plan *p, struct pcibus_fn *gpu, struct sim_errors *errs)
+/* The PCIe link a ConnectX generation trains to; others get the default. */
+static const struct {
+	uint16_t device;
+	int gen;
+} hca_links[] = {
+	{ 0x101b, 4 },		/* ConnectX-6 */
+	{ 0x101d, 4 },		/* ConnectX-6 Dx */
+	{ 0x1021, 5 },		/* ConnectX-7 */
+	{ 0x1023, 6 },		/* ConnectX-8 */
+};
+
+/* An InfiniBand HCA: one ConnectX physical function, BAR0 its 64-bit
+ * prefetchable register/doorbell space, bound to mlx5_core. */
+static int add_hca(struct pcibus_plan *p, const struct state *s, const struct cpu_model *cm,
+		   const struct state_hca *h, struct sim_errors *errs)
+{
+	struct state_pcie_link link = { DEFAULT_GEN, DEFAULT_WIDTH, 0, 0 };
+	struct pcibus_fn *f;
+	char what[32];
+	int r;
+
+	snprintf(what, sizeof(what), "HCA %.16s", h->name);
+	if (!(f = place_endpoint(p, s, cm, h->bus_id, h->root, h->numa_node, what, errs, &r)))
+		return r;
+	f->hca = true;
+	f->driver = "mlx5_core";
+	f->vendor = PCIBUS_MLX_VENDOR;
+	f->device = s->ib.device_id;
+	f->subsys_vendor = PCIBUS_MLX_VENDOR;
+	f->subsys_device = PCIBUS_MLX_SUBSYS;
+	f->class_code = PCIBUS_HCA_CLASS;
+	f->revision = 0;
+	for (size_t i = 0; i < sizeof(hca_links) / sizeof(hca_links[0]); i++)
+		if (hca_links[i].device == f->device)
+			link.max_gen = hca_links[i].gen;
+	normalize_link(&f->link, &link);
+	f->nres = PCIBUS_BRIDGE_RESOURCES;
+	f->res[0] = (struct pcibus_resource){ 0, HCA_BAR0_SIZE,
+		PCIBUS_RES_MEM | PCIBUS_RES_PREFETCH | PCIBUS_RES_MEM_64 | PCIBUS_RES_SIZEALIGN | 0xc };
+	p->nfns++;
+	return 0;
+}
+
+/* The root port above an endpoint: one per secondary bus, on its root's
+ * bus at the first free device number. */
+static int add_port(struct pcibus_plan *p, struct pcibus_fn *ep, struct sim_errors *errs)
 {
 	unsigned rdom, rbus;
 	char bdf[16];
 	struct pcibus_fn *port;
 
-	parse_root(gpu->root_id, &rdom, &rbus);
-	if (gpu->bus == rbus) {
-		snprintf(gpu->devpath, sizeof(gpu->devpath), "devices/%s/%s", gpu->root_id, gpu->bdf);
-		gpu->depth = 3;
+	parse_root(ep->root_id, &rdom, &rbus);
+	if (ep->bus == rbus) {
+		snprintf(ep->devpath, sizeof(ep->devpath), "devices/%s/%s", ep->root_id, ep->bdf);
+		ep->depth = 3;
 		return 0;
 	}
 	for (int i = 0; i < p->nfns; i++) {
 		port = &p->fns[i];
-		if (port->bridge && port->domain == gpu->domain && port->secondary_bus == gpu->bus) {
-			if (strcmp(port->root_id, gpu->root_id) != 0) {
-				sim_error(errs, gpu->bdf, "pcibus: %s: bus %02x is under both %s and %s",
-					  gpu->bdf, gpu->bus, port->root_id, gpu->root_id);
+		if (port->bridge && port->domain == ep->domain && port->secondary_bus == ep->bus) {
+			if (strcmp(port->root_id, ep->root_id) != 0) {
+				sim_error(errs, ep->bdf, "pcibus: %s: bus %02x is under both %s and %s",
+					  ep->bdf, ep->bus, port->root_id, ep->root_id);
 				return -EINVAL;
 			}
 			goto link;
@@ -300,11 +370,11 @@ static int add_port(struct pcibus_plan *p, struct pcibus_fn *gpu, struct sim_err
 			}
 		}
 	if (!port) {
-		sim_error(errs, gpu->bdf, "pcibus: %s: no free root port slot on %s",
-			  gpu->bdf, gpu->root_id);
+		sim_error(errs, ep->bdf, "pcibus: %s: no free root port slot on %s",
+			  ep->bdf, ep->root_id);
 		return -ENOSPC;
 	}
-	snprintf(port->root_id, sizeof(port->root_id), "%s", gpu->root_id);
+	snprintf(port->root_id, sizeof(port->root_id), "%s", ep->root_id);
 	snprintf(port->devpath, sizeof(port->devpath), "devices/%s/%s", port->root_id, port->bdf);
 	port->depth = 3;
 	port->bridge = true;
@@ -317,17 +387,17 @@ static int add_port(struct pcibus_plan *p, struct pcibus_fn *gpu, struct sim_err
 	port->subsys_device = 0;
 	port->class_code = PORT_CLASS;
 	port->revision = PORT_REVISION;
-	port->numa_node = gpu->numa_node;
-	port->link = gpu->link;		/* the slot matches its card */
+	port->numa_node = ep->numa_node;
+	port->link = ep->link;		/* the slot matches its card */
 	port->primary_bus = (uint8_t)rbus;
-	port->secondary_bus = port->subordinate_bus = (uint8_t)gpu->bus;
+	port->secondary_bus = port->subordinate_bus = (uint8_t)ep->bus;
 	port->nres = PCIBUS_NUM_RESOURCES;
-	memcpy(port->cpus, gpu->cpus, sizeof(port->cpus));
+	memcpy(port->cpus, ep->cpus, sizeof(port->cpus));
 link:
-	snprintf(gpu->parent_bdf, sizeof(gpu->parent_bdf), "%s", port->bdf);
-	snprintf(gpu->devpath, sizeof(gpu->devpath), "devices/%s/%s/%s",
-		 gpu->root_id, port->bdf, gpu->bdf);
-	gpu->depth = 4;
+	snprintf(ep->parent_bdf, sizeof(ep->parent_bdf), "%s", port->bdf);
+	snprintf(ep->devpath, sizeof(ep->devpath), "devices/%s/%s/%s",
+		 ep->root_id, port->bdf, ep->bdf);
+	ep->depth = 4;
 	return 0;
 }
 
@@ -340,28 +410,39 @@ static int fn_order(const void *a, const void *b)
 	return kx < ky ? -1 : kx > ky;
 }
 
-/* Give every GPU its BARs (in bus order, naturally aligned), then every
- * port the windows that cover its GPUs. */
+static void place_bars(struct pcibus_fn *f, uint64_t *mem32, uint64_t *mem64)
+{
+	for (int i = 0; i < 6; i++) {
+		struct pcibus_resource *r = &f->res[i];
+		uint64_t *next = r->flags & PCIBUS_RES_MEM_64 ? mem64 : mem32;
+
+		if (!r->size)
+			continue;
+		r->start = *next = align_up(*next, r->size);
+		*next += r->size;
+	}
+}
+
+/* Give every endpoint its BARs (in bus order, naturally aligned; the GPUs
+ * first so their addresses do not depend on the HCAs), then every port the
+ * windows that cover its endpoint. */
 static int assign_addresses(struct pcibus_plan *p, struct sim_errors *errs)
 {
 	uint64_t mem32 = MMIO32_BASE, mem64 = MMIO64_BASE;
 
-	for (int i = 0; i < p->nfns; i++) {
-		struct pcibus_fn *f = &p->fns[i];
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < p->nfns; i++) {
+			struct pcibus_fn *f = &p->fns[i];
 
-		if (f->bridge)
-			continue;
-		f->res[0].start = mem32 = align_up(mem32, f->res[0].size);
-		mem32 += f->res[0].size;
-		f->res[1].start = mem64 = align_up(mem64, f->res[1].size);
-		mem64 += f->res[1].size;
-		f->res[3].start = mem64 = align_up(mem64, f->res[3].size);
-		mem64 += f->res[3].size;
-		if (mem32 > MMIO32_END) {
-			sim_error(errs, f->bdf, "pcibus: %s: 32-bit MMIO window exhausted", f->bdf);
-			return -ENOSPC;
+			if (f->bridge || f->hca != (pass == 1))
+				continue;
+			place_bars(f, &mem32, &mem64);
+			if (mem32 > MMIO32_END) {
+				sim_error(errs, f->bdf, "pcibus: %s: 32-bit MMIO window exhausted",
+					  f->bdf);
+				return -ENOSPC;
+			}
 		}
-	}
 	for (int i = 0; i < p->nfns; i++) {
 		struct pcibus_fn *port = &p->fns[i];
 		struct pcibus_resource *mem = &port->res[PCIBUS_BRIDGE_RESOURCES + 1];
@@ -374,17 +455,24 @@ static int assign_addresses(struct pcibus_plan *p, struct sim_errors *errs)
 			const struct pcibus_fn *g = &p->fns[j];
 			if (strcmp(g->parent_bdf, port->bdf) != 0)
 				continue;
-			lo32 = g->res[0].start < lo32 ? g->res[0].start : lo32;
-			hi32 = g->res[0].start + g->res[0].size > hi32 ? g->res[0].start + g->res[0].size : hi32;
-			lo64 = g->res[1].start < lo64 ? g->res[1].start : lo64;
-			hi64 = g->res[3].start + g->res[3].size > hi64 ? g->res[3].start + g->res[3].size : hi64;
+			for (int k = 0; k < 6; k++) {
+				const struct pcibus_resource *r = &g->res[k];
+				bool is64 = r->flags & PCIBUS_RES_MEM_64;
+				uint64_t *lo = is64 ? &lo64 : &lo32, *hi = is64 ? &hi64 : &hi32;
+
+				if (!r->size)
+					continue;
+				*lo = r->start < *lo ? r->start : *lo;
+				*hi = r->start + r->size > *hi ? r->start + r->size : *hi;
+			}
 		}
-		if (!hi32)
-			continue;
-		*mem = (struct pcibus_resource){ lo32 & ~(MIB - 1), align_up(hi32, MIB) - (lo32 & ~(MIB - 1)),
-			PCIBUS_RES_MEM };
-		*pref = (struct pcibus_resource){ lo64 & ~(MIB - 1), align_up(hi64, MIB) - (lo64 & ~(MIB - 1)),
-			PCIBUS_RES_MEM | PCIBUS_RES_PREFETCH | PCIBUS_RES_MEM_64 | 0x1 };
+		if (hi32)
+			*mem = (struct pcibus_resource){ lo32 & ~(MIB - 1),
+				align_up(hi32, MIB) - (lo32 & ~(MIB - 1)), PCIBUS_RES_MEM };
+		if (hi64)
+			*pref = (struct pcibus_resource){ lo64 & ~(MIB - 1),
+				align_up(hi64, MIB) - (lo64 & ~(MIB - 1)),
+				PCIBUS_RES_MEM | PCIBUS_RES_PREFETCH | PCIBUS_RES_MEM_64 | 0x1 };
 	}
 	return 0;
 }
@@ -425,7 +513,7 @@ static int build_config(struct pcibus_fn *f, struct sim_errors *errs)
 int pcibus_plan_build(const struct state *s, struct pcibus_plan *p, struct sim_errors *errs)
 {
 	struct cpu_model cm;
-	int first = 0, ngpus;
+	int first = 0, nendpoints;
 
 	memset(p, 0, sizeof(*p));
 	/* "/" or a relative R would put the tree over the host's own /sys. */
@@ -448,8 +536,12 @@ int pcibus_plan_build(const struct state *s, struct pcibus_plan *p, struct sim_e
 	p->ncpus = cm.ncpus;
 	for (int i = 0; i < s->num_devices; i++)
 		pcibus_first_error(&first, add_gpu(p, s, &cm, &s->devices[i], errs));
-	ngpus = p->nfns;
-	for (int i = 0; i < ngpus; i++)
+	for (int i = 0; s->ib.enabled && i < s->ib.num_hcas && i < STATE_MAX_HCAS; i++)
+		pcibus_first_error(&first, add_hca(p, s, &cm, &s->ib.hcas[i], errs));
+	/* GPUs first: their ports keep the device numbers they had before
+	 * HCAs existed. */
+	nendpoints = p->nfns;
+	for (int i = 0; i < nendpoints; i++)
 		pcibus_first_error(&first, add_port(p, &p->fns[i], errs));
 	qsort(p->fns, (size_t)p->nfns, sizeof(p->fns[0]), fn_order);
 	for (int i = 0; i < p->nfns; i++)

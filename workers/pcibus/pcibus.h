@@ -1,4 +1,4 @@
-/* pcibus simulator: the GPUs on a simulated PCI bus.
+/* pcibus simulator: the GPUs and InfiniBand HCAs on a simulated PCI bus.
  *
  * Stage turns the compiled state into a plan (every PCI function with its
  * place in the tree, identity, BARs, link and config space) and renders it
@@ -15,7 +15,8 @@
 #include "workers/pcibus/config_space.h"
 #include "workers/simulator.h"
 
-#define PCIBUS_MAX_FNS (2 * STATE_MAX_DEVICES)	/* each GPU + its root port */
+/* Each GPU and HCA, plus a root port each at most. */
+#define PCIBUS_MAX_FNS (2 * (STATE_MAX_DEVICES + STATE_MAX_HCAS))
 #define PCIBUS_MAX_CPUS 8192			/* the kernel's largest NR_CPUS */
 #define PCIBUS_CPU_WORDS (PCIBUS_MAX_CPUS / 32)
 #define PCIBUS_NUM_RESOURCES 17		/* kernel: 6 BARs, ROM, 6 IOV, 4 bridge */
@@ -39,7 +40,8 @@ struct pcibus_fn {
 	char devpath[256];		/* "devices/<root>[/<port>]/<bdf>", under R/sys */
 	int depth;			/* components in devpath */
 	bool bridge;
-	const char *driver;		/* "nvidia", "pcieport" */
+	bool hca;			/* an InfiniBand HCA (state.ib.hcas) */
+	const char *driver;		/* "nvidia", "mlx5_core", "pcieport" */
 	unsigned domain, bus, dev, fn;
 	uint16_t vendor, device, subsys_vendor, subsys_device;
 	uint32_t class_code;
@@ -58,7 +60,7 @@ struct pcibus_plan {
 	char mock_root[256];		/* R, a host path */
 	int ncpus;			/* nr_cpu_ids: the width of cpu masks */
 	int nroots;
-	char roots[STATE_MAX_ROOTS + STATE_MAX_DEVICES][16];	/* host bridges */
+	char roots[STATE_MAX_ROOTS + STATE_MAX_DEVICES + STATE_MAX_HCAS][16];	/* host bridges */
 	int nfns;
 	struct pcibus_fn fns[PCIBUS_MAX_FNS];	/* sorted by domain, bus, devfn */
 };
@@ -75,7 +77,22 @@ static inline int pcibus_first_error(int *first, int r)
 	return r;
 }
 
+/* The HCAs' PCI identity (ConnectX, mlx5_core). */
+#define PCIBUS_MLX_VENDOR	0x15b3
+#define PCIBUS_MLX_SUBSYS	0x0023
+#define PCIBUS_HCA_CLASS	0x020700	/* network, InfiniBand controller */
+
+/* The function at bdf, or NULL. */
+const struct pcibus_fn *pcibus_plan_find(const struct pcibus_plan *p, const char *bdf);
+
 int sysfs_tree_render(struct host *h, const struct pcibus_plan *p, struct sim_errors *errs);
+
+/* One function's directory <sys>/<f->devpath> with its attributes, config,
+ * and driver/subsystem links (relative, so they resolve in any copy of the
+ * tree).  sys is a host path ("<R>/sys", or the ib simulator's "<R>/ib/sys").
+ * 0 or the first -errno, errors in errs. */
+int sysfs_render_function(struct host *h, const struct pcibus_plan *p,
+			  const struct pcibus_fn *f, const char *sys, struct sim_errors *errs);
 int procfs_render(struct host *h, const struct pcibus_plan *p, struct sim_errors *errs);
 int nfd_render(struct host *h, const struct state *s, struct sim_errors *errs);
 

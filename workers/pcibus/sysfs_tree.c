@@ -1,6 +1,6 @@
 /* Render the plan as the kernel's sysfs PCI tree under R/sys:
  *
- *   devices/<root>/<port>/<gpu>/{vendor,device,...,config}
+ *   devices/<root>/<port>/<gpu or hca>/{vendor,device,...,config}
  *   bus/pci/devices/<bdf>          -> ../../../devices/<root>/...
  *   bus/pci/drivers/<drv>/<bdf>    -> ../../../../devices/<root>/...
  *   <device>/driver                -> ../../../../bus/pci/drivers/<drv>
@@ -331,18 +331,18 @@ static void render_attrs(struct render *rd, const struct pcibus_fn *f, const cha
 		      f->bdf, "config", "write");
 }
 
-static void render_fn(struct render *rd, const struct pcibus_fn *f)
+static bool valid_names(const struct pcibus_fn *f)
 {
-	const char *R = rd->p->mock_root;
+	return state_valid_bdf(f->bdf) && state_valid_root_id(f->root_id) &&
+	       (!f->parent_bdf[0] || state_valid_bdf(f->parent_bdf));
+}
+
+/* The function's own directory: attributes, config, driver and subsystem. */
+static void render_dir(struct render *rd, const struct pcibus_fn *f, const char *sys)
+{
 	char dir[4096], path[4096], target[512];
 
-	if (!state_valid_bdf(f->bdf) || !state_valid_root_id(f->root_id) ||
-	    (f->parent_bdf[0] && !state_valid_bdf(f->parent_bdf))) {
-		sim_error(rd->errs, f->bdf, "pcibus: %s: refusing a path from an invalid name", f->bdf);
-		pcibus_first_error(&rd->first, -EINVAL);
-		return;
-	}
-	if (check(rd, fmt_path(dir, sizeof(dir), "%s/sys/%s", R, f->devpath), f->bdf, ".", "path") < 0 ||
+	if (check(rd, fmt_path(dir, sizeof(dir), "%s/%s", sys, f->devpath), f->bdf, ".", "path") < 0 ||
 	    check(rd, host_mkdirs(rd->h, dir, 0755), f->bdf, ".", "mkdir") < 0)
 		return;
 	render_attrs(rd, f, dir);
@@ -353,6 +353,34 @@ static void render_fn(struct render *rd, const struct pcibus_fn *f)
 	if (fmt_path(path, sizeof(path), "%s/subsystem", dir) == 0 &&
 	    fmt_path(target, sizeof(target), "%sbus/pci", ups(f->depth)) == 0)
 		put_link(rd, f->bdf, "subsystem", target, path);
+}
+
+int sysfs_render_function(struct host *h, const struct pcibus_plan *p,
+			  const struct pcibus_fn *f, const char *sys, struct sim_errors *errs)
+{
+	struct render rd = { h, p, errs, 0 };
+
+	if (!valid_names(f)) {
+		sim_error(errs, f->bdf, "pcibus: %s: refusing a path from an invalid name", f->bdf);
+		return -EINVAL;
+	}
+	render_dir(&rd, f, sys);
+	return rd.first;
+}
+
+static void render_fn(struct render *rd, const struct pcibus_fn *f)
+{
+	const char *R = rd->p->mock_root;
+	char sys[4096], path[4096], target[512];
+
+	if (!valid_names(f)) {
+		sim_error(rd->errs, f->bdf, "pcibus: %s: refusing a path from an invalid name", f->bdf);
+		pcibus_first_error(&rd->first, -EINVAL);
+		return;
+	}
+	if (check(rd, fmt_path(sys, sizeof(sys), "%s/sys", R), f->bdf, ".", "path") < 0)
+		return;
+	render_dir(rd, f, sys);
 
 	/* bus/pci/devices/<bdf>: readlink consumers take the root complex
 	 * from the target, so it stays relative and names the real path. */
@@ -385,7 +413,7 @@ static bool driver_used(const struct pcibus_plan *p, const char *driver)
 
 int sysfs_tree_render(struct host *h, const struct pcibus_plan *p, struct sim_errors *errs)
 {
-	static const char *const drivers[] = { "nvidia", "pcieport" };
+	static const char *const drivers[] = { "nvidia", "mlx5_core", "pcieport" };
 	static const char *const bus_dirs[] = { "sys/bus/pci/devices", "sys/bus/pci/drivers" };
 	struct render rd = { h, p, errs, 0 };
 	char path[4096];

@@ -1,0 +1,134 @@
+/* ib: the simulator table, Stage as a table of independent surfaces (a
+ * failing one does not stop the others; every error is collected), the
+ * mock-ib configuration, the daemon spec and readiness.
+ *
+ * Reload is "rewrite R/ib/mock-ib.json + SIGHUP": Stage writes the file
+ * (so a standalone `stage` leaves one a test can start mock-ib on), the
+ * supervisor signals the daemon after the pass.  ib disabled: no tree, no
+ * file, no daemon. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ipc/log.h"
+#include "workers/ib/ib.h"
+
+/* mock-ib.json (state_ib_encode: the daemon's config and its peers'
+ * registration payload), and the directory its socket goes in, so the
+ * daemon never creates anything the manifest does not know. */
+int ib_stage_config(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	struct ib_out o = { &ctx->host, errs, 0 };
+	char path[512], dir[sizeof(s->ib.socket)], *json = NULL, *slash;
+	size_t len = 0;
+	int r;
+
+	if (!s->ib.enabled)
+		return 0;
+	if ((r = ib_path(s, path, sizeof(path), IB_CONFIG)) < 0)
+		return ib_fail(&o, "config", r, "%s%s", s->mock_root, IB_CONFIG);
+	if ((r = state_ib_encode(s->node_name, &s->ib, &json, &len)) < 0)
+		return ib_fail(&o, path, r, "%s: encode", path);
+	r = host_write(&ctx->host, path, json, len, 0644);
+	free(json);
+	if (r < 0)
+		return ib_fail(&o, path, r, "%s: write", path);
+	snprintf(dir, sizeof(dir), "%s", s->ib.socket);
+	if (dir[0] != '/' || !(slash = strrchr(dir, '/')))
+		return ib_fail(&o, "config", -EINVAL, "socket \"%s\": not an absolute path",
+			       s->ib.socket);
+	if (slash != dir) {
+		*slash = '\0';
+		ib_mkdir(&o, dir);
+	}
+	return o.first;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct sim_ctx *, const struct state *, struct sim_errors *);
+} surfaces[] = {
+	{ "sysfs", ib_stage_sysfs },
+	{ "devnodes", ib_stage_devnodes },
+	{ "shims", ib_stage_shims },
+	{ "config", ib_stage_config },
+};
+
+static int ib_stage(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	int first = 0;
+
+	/* "/" or a relative R would put the tree over the host's own /sys. */
+	if (s->mock_root[0] != '/' || strspn(s->mock_root, "/") == strlen(s->mock_root)) {
+		sim_error(errs, "mock_root", "ib: mock root \"%s\": not an absolute path below /",
+			  s->mock_root);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(surfaces) / sizeof(surfaces[0]); i++) {
+		int before = errs->n, r = surfaces[i].fn(ctx, s, errs);
+
+		if (r < 0 && errs->n == before)
+			sim_error(errs, surfaces[i].name, "ib: %s", strerror(-r));
+		if (r < 0 && !first)
+			first = r;
+	}
+	if (s->ib.enabled)
+		log_debug("ib: staged %d HCA(s) under %s%s", s->ib.num_hcas, s->mock_root, IB_DIR);
+	return first;
+}
+
+static int ib_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daemon_spec *d,
+		     struct sim_errors *errs)
+{
+	const char *argv[] = { IB_DAEMON, "--config", NULL, "--host-root",
+			       ctx->host.root[0] ? ctx->host.root : "/" };
+	char conf[512];
+	int r;
+
+	/* IB off: describe no daemon; the supervisor stops a running one. */
+	if (!s->ib.enabled)
+		return 0;
+	if ((r = ib_path(s, conf, sizeof(conf), IB_CONFIG)) < 0) {
+		sim_error(errs, "daemon", "ib: %s%s: %s", s->mock_root, IB_CONFIG, strerror(-r));
+		return r;
+	}
+	argv[2] = conf;
+	snprintf(d->name, sizeof(d->name), IB_DAEMON);
+	if ((size_t)snprintf(d->path, sizeof(d->path), "%s/%s", ctx->bindir ? ctx->bindir : ".",
+			     IB_DAEMON) >= sizeof(d->path)) {
+		sim_error(errs, "daemon", "ib: %s/%s: path too long", ctx->bindir, IB_DAEMON);
+		return -ENAMETOOLONG;
+	}
+	snprintf(d->reload_file, sizeof(d->reload_file), "%s", conf);
+	for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+		if (!(d->argv[i] = strdup(argv[i]))) {
+			sim_error(errs, "daemon", "ib: out of memory");
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+/* Ready once mock-ib serves its socket (the tree alone answers no MAD). */
+static bool ib_ready(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len)
+{
+	char sock[8192];
+	struct stat st;
+
+	if (!s->ib.enabled)
+		return true;
+	snprintf(sock, sizeof(sock), "%s%s", ctx->host.root, s->ib.socket);
+	if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+		return true;
+	snprintf(reason, len, "%s socket %s not there yet", IB_DAEMON, s->ib.socket);
+	return false;
+}
+
+const struct simulator ib_simulator = {
+	.name = "ib",
+	.roles = SIM_ROLE_STAGE | SIM_ROLE_DAEMON,
+	.stage = ib_stage,
+	.daemon = ib_daemon,
+	.ready = ib_ready,
+};
