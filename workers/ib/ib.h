@@ -16,7 +16,17 @@
  *
  * The PCI parent chain comes from pcibus's planner, so the HCA sits at the
  * same path in R/sys (pcibus) and R/ib/sys (here).  Everything is recorded
- * in the manifest: a shrinking HCA count or ib disabled converges. */
+ * in the manifest: a shrinking HCA count or ib disabled converges.
+ *
+ * Standalone (tests): with R = /var/lib/nvml-mock,
+ *   mokka-worker-ib --host-root DIR [--config PROFILE] [--node-name N] stage
+ *   mock-ib --config /var/lib/nvml-mock/ib/mock-ib.json --host-root DIR
+ * (the config path is a host path, joined to DIR by mock-ib), then e.g.
+ *   MOCK_IB=full MOCK_IB_ROOT=DIR/var/lib/nvml-mock/ib \
+ *   MOCK_IB_SOCKET=DIR/var/lib/nvml-mock/run/mock-ib.sock LD_PRELOAD=... ibstat
+ * or overlay DIR/var/lib/nvml-mock/ib/{sys,dev} over /sys and /dev inside
+ * `unshare -m --propagation private`.  `mokka-worker-ib ... discard` removes
+ * exactly what stage made. */
 #ifndef MOKKA_WORKERS_IB_IB_H
 #define MOKKA_WORKERS_IB_IB_H
 
