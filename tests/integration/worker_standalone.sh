@@ -10,7 +10,7 @@ w() { "$B/mokka-worker-$1" --host-root "$ROOT" --config "$P" "${@:2}"; }
 w pcibus stage || fail "pcibus stage"
 check "pcibus status says ready" sh -c "'$B/mokka-worker-pcibus' --host-root '$ROOT' --config '$P' status | grep -q ': ready'"
 n=$(ls "$ROOT$R/sys/bus/pci/devices" | grep -c .)
-check "a100: 16 PCI functions staged ($n)" [ "$n" -eq 16 ]
+check "a100: 8 GPUs + 8 HCAs + their 16 root ports staged ($n)" [ "$n" -eq 32 ]
 nfd=$ROOT/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features
 w pcibus apply || fail "pcibus apply"
 check "apply wrote the NFD file" grep -qx 'pci-10de.present=true' "$nfd"

@@ -463,3 +463,98 @@ Test(pcibus, lspci_tree)
 	cr_expect_not_null(strstr(out, "01.0-[1a]----00.0"), "%s", out);
 	cr_expect_not_null(strstr(out, "02.0-[ab]----00.0"), "%s", out);
 }
+
+/* ---- InfiniBand HCAs (state.ib.hcas) as ConnectX functions ---- */
+
+static void add_hcas(void)
+{
+	st.ib.enabled = true;
+	st.ib.device_id = 0x1021;
+	st.ib.num_hcas = 2;
+	snprintf(st.ib.hcas[0].name, sizeof(st.ib.hcas[0].name), "mlx5_0");
+	snprintf(st.ib.hcas[0].bus_id, sizeof(st.ib.hcas[0].bus_id), "0000:1b:00.0");
+	st.ib.hcas[0].root = 0;
+	st.ib.hcas[0].numa_node = 0;
+	snprintf(st.ib.hcas[1].name, sizeof(st.ib.hcas[1].name), "mlx5_1");
+	snprintf(st.ib.hcas[1].bus_id, sizeof(st.ib.hcas[1].bus_id), "0000:9b:00.0");
+	st.ib.hcas[1].index = 1;
+	st.ib.hcas[1].root = 1;
+	st.ib.hcas[1].numa_node = 1;
+}
+
+#define HCA0 R "/sys/devices/pci0000:00/0000:00:03.0/0000:1b:00.0"
+
+Test(pcibus, hca_functions)
+{
+	unsigned long long start, end, flags;
+
+	add_hcas();
+	stage_ok();
+	expect_file(HCA0 "/vendor", "0x15b3\n");
+	expect_file(HCA0 "/device", "0x1021\n");
+	expect_file(HCA0 "/subsystem_vendor", "0x15b3\n");
+	expect_file(HCA0 "/subsystem_device", "0x0023\n");
+	expect_file(HCA0 "/class", "0x020700\n");
+	expect_file(HCA0 "/modalias", "pci:v000015B3d00001021sv000015B3sd00000023bc02sc07i00\n");
+	expect_file(HCA0 "/numa_node", "0\n");
+	expect_file(HCA0 "/local_cpulist", "0-3\n");
+	expect_file(HCA0 "/max_link_speed", "32.0 GT/s PCIe\n");
+	cr_expect_not_null(strstr(slurp(HCA0 "/uevent", NULL),
+				  "DRIVER=mlx5_core\nPCI_CLASS=20700\nPCI_ID=15B3:1021\n"));
+	expect_link(HCA0 "/driver", "../../../../bus/pci/drivers/mlx5_core");
+	expect_link(R "/sys/bus/pci/drivers/mlx5_core/0000:9b:00.0",
+		    "../../../../devices/pci0000:80/0000:80:03.0/0000:9b:00.0");
+	expect_file(R "/sys/bus/pci/drivers/mlx5_core/bind", "");
+	cr_assert_eq(sscanf(slurp(HCA0 "/resource", NULL), "%llx %llx %llx", &start, &end, &flags), 3);
+	cr_expect_eq(end - start + 1, 32ULL << 20, "BAR0 32 MiB");
+	cr_expect_eq(flags, 0x14220c, "64-bit prefetchable");
+	/* GPUs keep their ports (01, 02) and addresses; HCAs come after. */
+	expect_link(R "/sys/bus/pci/devices/0000:1a:00.0",
+		    "../../../devices/pci0000:00/0000:00:01.0/0000:1a:00.0");
+	expect_file(R "/sys/devices/pci0000:00/0000:00:03.0/secondary_bus_number", "27\n");
+}
+
+Test(pcibus, hcas_leave_gpu_addresses_alone)
+{
+	char before[4096];
+
+	stage_ok();
+	snprintf(before, sizeof(before), "%s", slurp(GPU2 "/resource", NULL));
+	nftw(tmp, rm, 16, FTW_DEPTH | FTW_PHYS);
+	cr_assert_eq(mkdir(tmp, 0700), 0);
+	add_hcas();
+	stage_ok();
+	expect_file(GPU2 "/resource", before);
+}
+
+Test(pcibus, ib_disabled_has_no_hcas)
+{
+	add_hcas();
+	st.ib.enabled = false;
+	stage_ok();
+	cr_expect_neq(access(HCA0, F_OK), 0);
+}
+
+Test(pcibus, lspci_names_the_hcas)
+{
+	char *out;
+
+	add_hcas();
+	stage_ok();
+	out = lspci("-nn");
+	cr_expect_eq(count(out, "Infiniband controller [0207]: Mellanox Technologies "
+			   "MT2910 Family [ConnectX-7] [15b3:1021]"), 2, "%s", out);
+	cr_expect_eq(count(out, "NVIDIA Corporation"), 4, "%s", out);
+	out = lspci("-k -s 1b:00.0");
+	cr_expect_not_null(strstr(out, "Kernel driver in use: mlx5_core"), "%s", out);
+	out = lspci("-vv -s 9b:00.0");
+	cr_expect_not_null(strstr(out, "LnkCap:\tPort #0, Speed 32GT/s, Width x16"), "%s", out);
+	cr_expect_not_null(strstr(out, "Region 0: Memory at"), "%s", out);
+	cr_expect_not_null(strstr(out, "(64-bit, prefetchable) [size=32M]"), "%s", out);
+	cr_expect_not_null(strstr(out, "NUMA node: 1"), "%s", out);
+	out = lspci("-vv -s 80:03.0");
+	cr_expect_not_null(strstr(out, "Bus: primary=80, secondary=9b, subordinate=9b"), "%s", out);
+	cr_expect_not_null(strstr(out, "Prefetchable memory behind bridge:"), "%s", out);
+	out = lspci("-t");
+	cr_expect_not_null(strstr(out, "03.0-[1b]----00.0"), "%s", out);
+}
