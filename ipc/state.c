@@ -104,6 +104,16 @@ static const struct field hca_fields[] = {
 	FS(struct state_hca, node_desc),
 };
 
+static const struct field cri_fields[] = {
+	FS(struct state_cri, runtime),
+	FS(struct state_cri, restart),
+	FS(struct state_cri, config),
+	FS(struct state_cri, config_dir),
+	FS(struct state_cri, systemd_unit),
+	FI(struct state_cri, nri, F_BOOL),
+	FS(struct state_cri, nri_socket),
+};
+
 static const struct field top_fields[] = {
 	FI(struct state, generation, F_U64),
 	FS(struct state, node_name),
@@ -323,6 +333,9 @@ int state_encode(const struct state *s, char **out, size_t *len)
 		goto out;
 	if (put_ib(root, &s->ib) < 0)
 		goto out;
+	if (!(o = cJSON_AddObjectToObject(root, "cri")) ||
+	    put_fields(o, &s->cri, cri_fields, NFIELDS(cri_fields)) < 0)
+		goto out;
 	if (s->topology_doc) {
 		if (!cJSON_AddStringToObject(root, "topology_doc", s->topology_doc))
 			goto out;
@@ -409,6 +422,9 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 		       fabric_fields, NFIELDS(fabric_fields), "fabric", err, errlen) < 0)
 		goto out;
 	if (get_ib(root, &s->ib, err, errlen) < 0)
+		goto out;
+	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "cri"), &s->cri,
+		       cri_fields, NFIELDS(cri_fields), "cri", err, errlen) < 0)
 		goto out;
 	for (i = 0; i < s->ib.num_hcas; i++)
 		if (s->ib.hcas[i].root < -1 || s->ib.hcas[i].root >= s->num_roots) {

@@ -98,6 +98,18 @@ struct state_ib {
 	struct state_hca hcas[STATE_MAX_HCAS];
 };
 
+/* Container runtime setup (cri, SURFACES.md §2): the supervisor's flags,
+ * compiled into the state so every pass carries them. */
+struct state_cri {
+	char runtime[16];			/* "containerd" | "none" */
+	char restart[16];			/* "systemd" | "none" */
+	char config[256];			/* host path of containerd's config.toml */
+	char config_dir[256];			/* its drop-in directory (under config's dir) */
+	char systemd_unit[128];			/* "containerd.service" */
+	bool nri;				/* NRI plugin on: NRI table in the drop-in */
+	char nri_socket[256];			/* NRI socket, host path */
+};
+
 struct state {
 	uint64_t generation;
 	char node_name[STATE_NAME_MAX];
@@ -115,6 +127,7 @@ struct state {
 
 	struct state_fabric fabric;
 	struct state_ib ib;
+	struct state_cri cri;
 
 	/* Where gpudriver takes the real nvidia-smi from ("" = none found). */
 	char nvidia_smi_src[4096];

@@ -212,7 +212,8 @@ static int compile_tree(struct cctx *c, const struct ynode *root,
 	s->num_devices = ndevs;
 	for (int i = 0; i < ndevs; i++)
 		s->devices[i] = devs[i].d;
-	if ((rc = compile_ib(c, root, o, s)) < 0)
+	if ((rc = compile_ib(c, root, o, s)) < 0 ||
+	    (rc = compile_cri(c, o, &s->cri)) < 0)
 		return rc;
 	return profile_json(c, root, s);
 }

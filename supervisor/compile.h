@@ -5,6 +5,7 @@
 #ifndef MOKKA_SUPERVISOR_COMPILE_H
 #define MOKKA_SUPERVISOR_COMPILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "ipc/state.h"
 
@@ -21,6 +22,14 @@ struct compile_opts {
 	const char *ib_peers;		/* --ib-peers, MOCK_IB_PEERS: "host[:port],..." */
 	const char *ib_listen;		/* --ib-listen; MOCK_IB_PING_FABRIC=1 = 0.0.0.0 */
 	const char *ib_socket;		/* --ib-socket; <R>/run/mock-ib.sock */
+	/* container runtime setup (cri); NULL/0 = the defaults */
+	const char *cri_runtime;	/* --container-runtime: containerd | none */
+	const char *cri_restart;	/* --container-runtime-restart: systemd | none */
+	const char *cri_config;		/* --container-runtime-config */
+	const char *cri_config_dir;	/* --container-runtime-config-dir */
+	const char *cri_unit;		/* --container-runtime-systemd-unit */
+	bool cri_nri;			/* --nri-plugin */
+	const char *cri_nri_socket;	/* --nri-socket */
 };
 
 /* profile_name/topology_name are what errors print ("etc/x.yaml",
@@ -31,6 +40,16 @@ int compile_profile(const char *profile_name, const char *yaml, size_t len,
 		    const char *topology_name, const char *topo, size_t topo_len,
 		    const struct compile_opts *opts, struct state *out,
 		    char *err, size_t errlen);
+
+/* Container runtime flags (compile_cri.c), also checked by the flag
+ * parser: NULL when v is acceptable for the option ("container-runtime",
+ * "container-runtime-restart", "container-runtime-config", ...), else why
+ * not.  The drop-in directory must lie under the config file's directory. */
+const char *compile_cri_check(const char *option, const char *v);
+const char *compile_cri_check_dir(const char *config, const char *config_dir);
+/* All the cri fields of o together (defaults for the unset ones): 0, or
+ * -EINVAL with "--option: 'value' why" in err. */
+int compile_cri_flags(const struct compile_opts *o, char *err, size_t errlen);
 
 /* The built-in default profile (8x H100 SXM, 2 NUMA nodes), NUL-terminated. */
 extern const char compile_default_profile[];

@@ -73,6 +73,9 @@ int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_op
 	       struct state *s);
 uint32_t compile_ib_fnv1a32(const char *s);
 
+/* compile_cri.c: the container runtime flags (defaults when unset). */
+int compile_cri(struct cctx *c, const struct compile_opts *o, struct state_cri *cri);
+
 /* compile_topology.c */
 int compile_topology(struct cctx *c, const struct ynode *root,
 		     struct dev_build *devs, int ndevs, struct state *s);

@@ -82,6 +82,13 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 		.ib_peers = s->opt.ib_peers,
 		.ib_listen = s->opt.ib_listen,
 		.ib_socket = s->opt.ib_socket,
+		.cri_runtime = s->opt.cri_runtime,
+		.cri_restart = s->opt.cri_restart,
+		.cri_config = s->opt.cri_config,
+		.cri_config_dir = s->opt.cri_config_dir,
+		.cri_unit = s->opt.cri_unit,
+		.cri_nri = s->opt.cri_nri,
+		.cri_nri_socket = s->opt.cri_nri_socket,
 	};
 	struct state st;
 	char err[1024];

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "supervisor/compile.h"
 #include "supervisor/options.h"
 
 static const struct {
@@ -69,6 +70,24 @@ const char *options_find_nvidia_smi(const char *flag)
 	return NULL;
 }
 
+/* The container runtime flags together (the drop-in directory must lie
+ * under the config file's directory, whichever of the two was given). */
+static int options_check_cri(const struct options *o)
+{
+	struct compile_opts co = {
+		.cri_runtime = o->cri_runtime, .cri_restart = o->cri_restart,
+		.cri_config = o->cri_config, .cri_config_dir = o->cri_config_dir,
+		.cri_unit = o->cri_unit, .cri_nri = o->cri_nri,
+		.cri_nri_socket = o->cri_nri_socket,
+	};
+	char err[512];
+
+	if (compile_cri_flags(&co, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "mokka-supervisor: %s\n", err);
+	return -EINVAL;
+}
+
 static void usage(FILE *f)
 {
 	fputs("Usage: mokka-supervisor [OPTIONS]\n"
@@ -92,6 +111,14 @@ static void usage(FILE *f)
 	      "  --ib-listen ADDR          relay listen address (default 0.0.0.0 with peers or\n"
 	      "                            MOCK_IB_PING_FABRIC=1, else off)\n"
 	      "  --ib-socket PATH          mock-ib socket, host path (default <mock-root>/run/mock-ib.sock)\n"
+	      "  --container-runtime RT    containerd|none: set up containerd for CDI (default containerd)\n"
+	      "  --container-runtime-restart MODE  systemd|none: restart it on change (default systemd)\n"
+	      "  --container-runtime-config FILE   host path (default /etc/containerd/config.toml)\n"
+	      "  --container-runtime-config-dir DIR  drop-in dir under the config's dir\n"
+	      "                            (default /etc/containerd/conf.d)\n"
+	      "  --container-runtime-systemd-unit UNIT  (default containerd.service)\n"
+	      "  --nri-plugin              the NRI plugin is deployed: enable containerd's NRI\n"
+	      "  --nri-socket PATH         NRI socket, host path (default /var/run/nri/nri.sock)\n"
 	      "  --help, --version\n\n"
 	      "Health: GET /healthz, /readyz, /metrics on --health-addr.\n", f);
 }
@@ -100,7 +127,8 @@ int options_parse(int argc, char **argv, struct options *o)
 {
 	enum { O_CONFIG = 256, O_TOPO, O_ROOT, O_HEALTH, O_RESYNC, O_SHUT, O_LVL, O_FMT,
 	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION, O_SMI, O_IBPORT, O_IBPEERS,
-	       O_IBLISTEN, O_IBSOCK };
+	       O_IBLISTEN, O_IBSOCK, O_CRT, O_CRTRESTART, O_CRTCONF, O_CRTDIR, O_CRTUNIT,
+	       O_NRI, O_NRISOCK };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, O_FG },
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -119,6 +147,13 @@ int options_parse(int argc, char **argv, struct options *o)
 		{ "ib-peers", required_argument, NULL, O_IBPEERS },
 		{ "ib-listen", required_argument, NULL, O_IBLISTEN },
 		{ "ib-socket", required_argument, NULL, O_IBSOCK },
+		{ "container-runtime", required_argument, NULL, O_CRT },
+		{ "container-runtime-restart", required_argument, NULL, O_CRTRESTART },
+		{ "container-runtime-config", required_argument, NULL, O_CRTCONF },
+		{ "container-runtime-config-dir", required_argument, NULL, O_CRTDIR },
+		{ "container-runtime-systemd-unit", required_argument, NULL, O_CRTUNIT },
+		{ "nri-plugin", no_argument, NULL, O_NRI },
+		{ "nri-socket", required_argument, NULL, O_NRISOCK },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -210,11 +245,20 @@ int options_parse(int argc, char **argv, struct options *o)
 			}
 			o->ib_socket = optarg;
 			break;
+		case O_CRT: o->cri_runtime = optarg; break;
+		case O_CRTRESTART: o->cri_restart = optarg; break;
+		case O_CRTCONF: o->cri_config = optarg; break;
+		case O_CRTDIR: o->cri_config_dir = optarg; break;
+		case O_CRTUNIT: o->cri_unit = optarg; break;
+		case O_NRI: o->cri_nri = true; break;
+		case O_NRISOCK: o->cri_nri_socket = optarg; break;
 		case O_HELP: usage(stdout); return 1;
 		case O_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
 	}
+	if (options_check_cri(o) < 0)
+		return -EINVAL;
 	if (optind < argc) {
 		fprintf(stderr, "mokka-supervisor: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);

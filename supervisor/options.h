@@ -25,6 +25,14 @@ struct options {
 	const char *ib_peers;		/* --ib-peers, MOCK_IB_PEERS */
 	const char *ib_listen;		/* --ib-listen, MOCK_IB_PING_FABRIC=1 */
 	const char *ib_socket;		/* --ib-socket */
+	/* container runtime setup (cri); NULL = default (supervisor/compile_cri.c) */
+	const char *cri_runtime;	/* --container-runtime containerd|none */
+	const char *cri_restart;	/* --container-runtime-restart systemd|none */
+	const char *cri_config;		/* --container-runtime-config */
+	const char *cri_config_dir;	/* --container-runtime-config-dir */
+	const char *cri_unit;		/* --container-runtime-systemd-unit */
+	bool cri_nri;			/* --nri-plugin */
+	const char *cri_nri_socket;	/* --nri-socket */
 };
 
 /* The real nvidia-smi gpudriver stages: the flag, else $MOKKA_NVIDIA_SMI,

@@ -1,7 +1,8 @@
 /* One reconcile pass (ARCHITECTURE.md §3) and the teardown (§10), as a
  * phase machine driven by worker results:
  *
- *   STAGE (all simulators, parallel; every error collected)
+ *   STAGE_FIRST (ROLE_STAGE_FIRST simulators, to completion; errors kept)
+ *   STAGE (the other simulators, parallel; every error collected)
  *     -> any failed: report, no daemons, no Apply; keep what is published
  *     -> DAEMONS (run once, later reload) -> APPLY (appliers, fail-fast)
  *   teardown: REVOKE -> STOP_DAEMONS -> DISCARD -> DONE
@@ -19,7 +20,8 @@
 #include "supervisor/supervisor.h"
 
 static const char *const phase_names[] = {
-	[PASS_IDLE] = "idle", [PASS_STAGE] = "stage", [PASS_DAEMONS] = "daemons",
+	[PASS_IDLE] = "idle", [PASS_STAGE_FIRST] = "stage-first", [PASS_STAGE] = "stage",
+	[PASS_DAEMONS] = "daemons",
 	[PASS_APPLY] = "apply", [PASS_REVOKE] = "revoke",
 	[PASS_STOP_DAEMONS] = "stop-daemons", [PASS_DISCARD] = "discard", [PASS_DONE] = "done",
 };
@@ -29,15 +31,16 @@ static bool has_role(const struct worker_proc *w, unsigned role)
 	return (w->def->roles & role) != 0;
 }
 
-/* Send op to every worker with role; returns how many were addressed. */
-static int wave(struct supervisor *s, unsigned role, enum ipc_op op, int fd, uint64_t deadline)
+/* Send op to every worker with role but none of skip; returns how many
+ * were addressed. */
+static int wave_mask(struct supervisor *s, unsigned role, unsigned skip, enum ipc_op op,
+		     int fd, uint64_t deadline)
 {
 	int n = 0;
 
-	s->wave_started_ms = loop_now_ms();
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker_proc *w = &s->workers[i];
-		if (!has_role(w, role))
+		if (!has_role(w, role) || has_role(w, skip))
 			continue;
 		n++;
 		w->deferred_op = IPC_OP_INVALID;
@@ -58,6 +61,12 @@ static int wave(struct supervisor *s, unsigned role, enum ipc_op op, int fd, uin
 		worker_send(s, w, op, fd, deadline);
 	}
 	return n;
+}
+
+static int wave(struct supervisor *s, unsigned role, enum ipc_op op, int fd, uint64_t deadline)
+{
+	s->wave_started_ms = loop_now_ms();
+	return wave_mask(s, role, 0, op, fd, deadline);
 }
 
 static bool wave_done(const struct supervisor *s, unsigned role)
@@ -112,6 +121,15 @@ static void schedule_retry(struct supervisor *s, bool failed)
 		retry_timer = loop_timer_after(s->loop, retry_ms, retry_fire, s);
 }
 
+/* The parallel Stage of every simulator the first wave did not stage; the
+ * wave's clock keeps running from the first wave. */
+static void start_stage(struct supervisor *s)
+{
+	s->phase = PASS_STAGE;
+	log_debug("reconcile: generation %llu: parallel stage", (unsigned long long)s->pass_gen);
+	wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
+}
+
 static void start_pass(struct supervisor *s)
 {
 	/* This pass is the retry, if one was pending. */
@@ -121,9 +139,12 @@ static void start_pass(struct supervisor *s)
 	}
 	s->pass_gen = s->state.generation;
 	s->pass_started_ms = loop_now_ms();
-	s->phase = PASS_STAGE;
 	log_info("reconcile: generation %llu: stage", (unsigned long long)s->pass_gen);
-	wave(s, ROLE_SIM, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
+	/* The first-stagers alone, then everyone else (start_stage). */
+	s->phase = PASS_STAGE_FIRST;
+	if (wave(s, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS) == 0 ||
+	    wave_done(s, ROLE_STAGE_FIRST))
+		start_stage(s);
 }
 
 void reconcile_request(struct supervisor *s)
@@ -311,6 +332,11 @@ void reconcile_progress(struct supervisor *s)
 			s->pass_pending = false;
 			start_pass(s);
 		}
+		return;
+	case PASS_STAGE_FIRST:
+		if (!wave_done(s, ROLE_STAGE_FIRST))
+			return;
+		start_stage(s);
 		return;
 	case PASS_STAGE:
 		if (!wave_done(s, ROLE_SIM))

@@ -21,7 +21,10 @@
 #define HELLO_DEADLINE_MS 10000
 #define STATUS_POLL_MS 2000
 
-enum { ROLE_SIM = 1, ROLE_APPLY = 2, ROLE_DAEMON = 4 };
+/* ROLE_STAGE_FIRST: this simulator's Stage runs to completion before the
+ * parallel Stage of the others (cri withdraws CDI spec entries before
+ * gpudriver prunes the device nodes they name, SURFACES.md §7.6). */
+enum { ROLE_SIM = 1, ROLE_APPLY = 2, ROLE_DAEMON = 4, ROLE_STAGE_FIRST = 8 };
 
 struct sim_def {
 	const char *name;
@@ -64,7 +67,7 @@ struct daemon_proc {
 };
 
 enum pass_phase {
-	PASS_IDLE, PASS_STAGE, PASS_DAEMONS, PASS_APPLY,
+	PASS_IDLE, PASS_STAGE_FIRST, PASS_STAGE, PASS_DAEMONS, PASS_APPLY,
 	PASS_REVOKE, PASS_STOP_DAEMONS, PASS_DISCARD, PASS_DONE,
 };
 

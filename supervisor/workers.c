@@ -25,11 +25,17 @@ static const int caps_gpudriver[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_
 				      CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD,
 				      CAP_SYS_ADMIN, -1 };
 
+/* cri restarts containerd through the host's systemctl, chrooted into the
+ * host root. */
+static const int caps_cri[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+				CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SYS_CHROOT, -1 };
+
 static const struct sim_def sim_table[] = {
 	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY, caps_files },
 	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM, caps_files },
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files },
 	{ "gpudriver", "mokka-worker-gpudriver", ROLE_SIM | ROLE_APPLY, caps_gpudriver },
+	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST, caps_cri },
 };
 
 static void worker_schedule_restart(struct supervisor *s, struct worker_proc *w);

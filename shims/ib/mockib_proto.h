@@ -66,7 +66,7 @@ struct mockib_ctl {
 	uint8_t mgmt_class_version;
 	uint8_t oui[3];			/* vendor range 2 classes (0x30..0x4f) */
 	uint8_t rmpp_version;
-	uint8_t reserved[5];
+	uint8_t reserved[9];
 };
 
 /* Sizes are part of the wire. */

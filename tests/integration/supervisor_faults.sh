@@ -76,9 +76,13 @@ old=$(worker_pid pcibus)
 pf0=$(metric mokka_passes_failed_total)
 g0=$(metric mokka_generation)
 s0=$(stage_lines)
+p0=$(grep -c 'reconcile: generation [0-9]*: parallel stage$' "$T/sup.log")
 sed -i 's/^\(\s*driver_version:\).*/\1 "550.999.07"/' "$T/profile.yaml"
 wait_for 5 sh -c "[ \$(grep -c 'reconcile: generation [0-9]*: stage\$' '$T/sup.log') -gt $s0 ]" \
 	|| fail "the profile edit did not start a pass"
+# The parallel Stage starts after the stage-first simulators (cri) staged.
+wait_for 10 sh -c "[ \$(grep -c 'reconcile: generation [0-9]*: parallel stage\$' '$T/sup.log') -gt $p0 ]" \
+	|| fail "the parallel Stage did not start"
 sleep 0.5	# well inside the 3 s Stage
 kill -KILL "$old"
 # Until the pass is counted failed: the NFD file never changes, and we look
