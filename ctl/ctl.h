@@ -1,0 +1,107 @@
+/* mokka-ctl: runtime control of a running simulated node (ARCHITECTURE.md
+ * §9, NVML.md §5).  It edits the overrides document beside the engine
+ * config under flock on a sibling lock file, validating the result against
+ * the profile before replacing the document by rename:
+ *
+ *   main.c      argument parsing, the edit transaction
+ *   commands.c  the command table: what each command writes
+ *   docfile.c   lock, read, atomic replace
+ *   profile.c   the engine config's GPUs (index, UUID, PCI address),
+ *               --gpu resolution and validation of a candidate document */
+#ifndef MOKKA_CTL_CTL_H
+#define MOKKA_CTL_CTL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/overrides.h"
+
+#define CTL_MAX_GPUS 64
+#define CTL_MAX_ARGS 32
+#define CTL_MAX_OPTS 8
+
+struct ctl_gpu {
+	unsigned index;
+	char uuid[128];
+	char bus_id[16];
+};
+
+struct ctl_profile {
+	char path[PATH_MAX];
+	int n;
+	struct ctl_gpu gpu[CTL_MAX_GPUS];
+	unsigned fan_count;		/* device_defaults.fan.count */
+};
+
+/* The GPUs a command addresses: every GPU (the `all` block) or one. */
+struct ctl_target {
+	bool all;
+	int gpu;			/* index into profile.gpu when !all */
+};
+
+struct ctl_opt {
+	const char *name;		/* without "--" */
+	const char *value;		/* NULL for a flag */
+};
+
+struct ctl_call {
+	const struct ctl_profile *prof;
+	struct ctl_target target;
+	int argc;			/* positional arguments after the command */
+	char *const *argv;
+	int nopts;
+	struct ctl_opt opts[CTL_MAX_OPTS];
+	uint64_t now_us;		/* for injection sequence numbers */
+	char *err;			/* message for the user on failure */
+	size_t errlen;
+};
+
+/* One command: edit doc (locked, parsed) for call->target, or with
+ * readonly print; 0 or -errno with call->err set. */
+struct ctl_command {
+	const char *name;
+	const char *usage;		/* arguments, for --help */
+	const char *help;		/* one line */
+	int min_args, max_args;		/* positional arguments (-1 = any) */
+	const char *const *opts;	/* accepted options: "mode=", "flag" */
+	bool readonly;			/* status: no write, shared lock */
+	bool no_parse;			/* reset --gpu all: the old document may be broken */
+	int (*run)(struct ctl_call *call, struct yl_node **doc);
+};
+
+extern const struct ctl_command ctl_commands[];
+extern const size_t ctl_ncommands;
+
+const char *ctl_opt(const struct ctl_call *call, const char *name);	/* NULL = absent */
+bool ctl_flag(const struct ctl_call *call, const char *name);
+int ctl_fail(struct ctl_call *call, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* profile.c */
+int ctl_profile_load(struct ctl_profile *p, const char *config, char *err, size_t errlen);
+/* "all", an index, a UUID or a PCI address (any case). */
+int ctl_target_parse(const struct ctl_profile *p, const char *spec, struct ctl_target *t,
+		     char *err, size_t errlen);
+/* The candidate document text: the engine's shape, device keys naming
+ * GPUs of the profile, the DeviceConfig schema with unknown keys refused,
+ * and a clean round trip through the engine's reader. */
+int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct yl_node *doc,
+		 const char *text, size_t len, char *err, size_t errlen);
+
+/* docfile.c */
+struct ctl_docfile {
+	char path[PATH_MAX];
+	char lock[PATH_MAX + 8];
+	int lock_fd;
+};
+int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *err, size_t errlen);
+void ctl_doc_unlock(struct ctl_docfile *f);
+/* The current bytes (NULL/0 when the file is missing). */
+int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err, size_t errlen);
+/* Replace the document by rename (temp file beside it, 0644, fsync). */
+int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
+		    size_t errlen);
+
+#endif

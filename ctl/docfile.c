@@ -1,0 +1,151 @@
+/* The overrides document on disk: flock(LOCK_EX) on the sibling
+ * overrides.yaml.lock (the protocol every writer shares, NVML.md §5), read,
+ * and replace by rename so a reader never sees a torn file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+
+int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *err,
+		 size_t errlen)
+{
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	snprintf(f->lock, sizeof(f->lock), "%s.lock", path);
+	f->lock_fd = open(f->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+	if (f->lock_fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s%s", f->lock, strerror(e),
+			 e == ENOENT ? " (no driver root here: is the node staged? see "
+				       "--host-root/--mock-root)" : "");
+		return -e;
+	}
+	while (flock(f->lock_fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
+		int e = errno;
+		if (e == EINTR)
+			continue;
+		snprintf(err, errlen, "%s: flock: %s", f->lock, strerror(e));
+		close(f->lock_fd);
+		f->lock_fd = -1;
+		return -e;
+	}
+	return 0;
+}
+
+void ctl_doc_unlock(struct ctl_docfile *f)
+{
+	if (f->lock_fd >= 0)
+		close(f->lock_fd);	/* releases the flock */
+	f->lock_fd = -1;
+}
+
+int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	size_t n = 0;
+	char *b;
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e;
+
+	*buf = NULL;
+	*len = 0;
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s: %s", f->path, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)YL_MAX_INPUT) {
+		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", f->path,
+			 (unsigned)YL_MAX_INPUT);
+		close(fd);
+		return -EINVAL;
+	}
+	/* Writers replace the file by rename, so its size is stable. */
+	if (!(b = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		snprintf(err, errlen, "%s: out of memory", f->path);
+		return -ENOMEM;
+	}
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			snprintf(err, errlen, "%s: read: %s", f->path, strerror(e));
+			free(b);
+			close(fd);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t r = write(fd, p, len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
+		    size_t errlen)
+{
+	char buf[PATH_MAX], tmp[PATH_MAX + 32], *dir;
+	int fd, r, dfd;
+
+	snprintf(buf, sizeof(buf), "%s", f->path);
+	dir = dirname(buf);
+	snprintf(tmp, sizeof(tmp), "%s/.overrides-XXXXXX.tmp", dir);
+	fd = mkostemps(tmp, 4, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "%s: create: %s", tmp, strerror(-r));
+		return r;
+	}
+	/* 0644 whatever the umask: the engine runs as other users too. */
+	if (fchmod(fd, 0644) < 0 || (r = write_all(fd, text, len)) < 0 || fsync(fd) < 0)
+		r = -errno;
+	else
+		r = 0;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, f->path) < 0)
+		r = -errno;
+	if (r < 0) {
+		snprintf(err, errlen, "%s: replace: %s", f->path, strerror(-r));
+		unlink(tmp);
+		return r;
+	}
+	/* The rename itself survives a crash once the directory is synced. */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}

@@ -1,0 +1,337 @@
+/* mokka-kernellog: every second, and at once on SIGHUP (the supervisor's
+ * Reload when the overrides document or the device map changed), reads
+ * the overrides document and announces each GPU's new injection on the
+ * kernel log, exactly once: the announced state is persisted before the
+ * next tick, so a restarted daemon does not repeat an Xid.
+ *
+ * The log is opened per announcement O_WRONLY|O_APPEND|O_NONBLOCK, never
+ * created: a missing log is a quiet no-op (nothing to announce to), a FIFO
+ * without a reader or another error is retried next tick (warned once per
+ * injection).  Each line is its own write(): /dev/kmsg takes one record per
+ * write. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl/overrides.h"
+#include "ipc/log.h"
+#include "workers/kernellog/kernellog.h"
+
+#define TICK_MS 1000
+#define MAX_FILE (4u << 20)
+
+struct kl {
+	char devices[PATH_MAX], overrides[PATH_MAX], state[PATH_MAX];
+	const char *kernel_log;
+	int ndev;
+	struct klog_dev dev[KLOG_MAX_DEVICES];
+	bool identified[KLOG_MAX_DEVICES];	/* identity lines printed (per lifetime) */
+	struct klog_announced ann;
+	/* warned once per failing injection; last document error reported */
+	uint64_t warned_code[KLOG_MAX_DEVICES], warned_seq[KLOG_MAX_DEVICES];
+	char doc_error[512];
+	struct yl_node *doc;			/* last good document */
+};
+
+static int slurp(const char *path, char **out, size_t *len)
+{
+	struct stat st;
+	char *b;
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e;
+
+	*out = NULL;
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)MAX_FILE) {
+		e = errno ? errno : EINVAL;
+		close(fd);
+		return -(S_ISREG(st.st_mode) ? e : EINVAL);
+	}
+	if (!(b = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	b[n] = '\0';
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+static int write_atomic(const char *path, const char *text)
+{
+	char tmp[PATH_MAX + 16];
+	size_t len = strlen(text);
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+static void warn_line(const char *msg)
+{
+	log_warn("%s", msg);
+}
+
+/* The device map; entries whose address changed are forgotten. */
+static void load_devices(struct kl *k)
+{
+	struct klog_dev dev[KLOG_MAX_DEVICES];
+	char *text;
+	size_t len;
+	int r = slurp(k->devices, &text, &len), n;
+
+	if (r < 0) {
+		log_warn("%s: %s (keeping %d devices)", k->devices, strerror(-r), k->ndev);
+		return;
+	}
+	n = klog_devices_parse(text, dev, KLOG_MAX_DEVICES, warn_line);
+	free(text);
+	for (int i = 0; i < k->ann.n; i++) {
+		bool same = false;
+		for (int j = 0; j < n; j++)
+			same |= dev[j].index == k->ann.e[i].index && !strcmp(dev[j].bdf, k->ann.e[i].bdf);
+		if (!same) {
+			log_info("GPU %u (%s) left or moved: forgetting its announced Xid",
+				 k->ann.e[i].index, k->ann.e[i].bdf);
+			klog_announced_drop(&k->ann, k->ann.e[i--].index);
+		}
+	}
+	/* Identity lines follow the address: a moved GPU says who it is again. */
+	for (int j = 0; j < n; j++) {
+		bool was = false;
+		for (int i = 0; i < k->ndev; i++)
+			if (k->dev[i].index == dev[j].index && !strcmp(k->dev[i].bdf, dev[j].bdf) &&
+			    !strcmp(k->dev[i].uuid, dev[j].uuid))
+				was = k->identified[i];
+		k->identified[j] = was;
+		k->warned_code[j] = k->warned_seq[j] = 0;
+	}
+	memcpy(k->dev, dev, sizeof(dev));
+	k->ndev = n;
+}
+
+static void save_state(struct kl *k)
+{
+	char *text = klog_announced_render(&k->ann);
+	int r = text ? write_atomic(k->state, text) : -ENOMEM;
+
+	if (r < 0)
+		log_warn("%s: %s (an Xid may be announced again after a restart)", k->state,
+			 strerror(-r));
+	free(text);
+}
+
+/* The document in force: a bad one keeps the last good one, as the
+ * engine does; each distinct error is logged once. */
+static void load_doc(struct kl *k)
+{
+	char *text = NULL, why[400], msg[512];
+	size_t len = 0;
+	struct yl_node *doc = NULL;
+	int r = slurp(k->overrides, &text, &len);
+
+	if (r == -ENOENT) {
+		doc = ovr_parse("", 0, why, sizeof(why));
+		msg[0] = '\0';
+	} else if (r < 0) {
+		snprintf(msg, sizeof(msg), "%s: %s", k->overrides, strerror(-r));
+	} else if (!(doc = ovr_parse(text, len, why, sizeof(why))) ||
+		   ovr_check_shape(doc, why, sizeof(why)) < 0) {
+		snprintf(msg, sizeof(msg), "%s:%s", k->overrides, why);
+		yl_free(doc);
+		doc = NULL;
+	} else {
+		msg[0] = '\0';
+	}
+	free(text);
+	if (msg[0] && strcmp(msg, k->doc_error))
+		log_warn("%s (keeping the previous overrides)", msg);
+	snprintf(k->doc_error, sizeof(k->doc_error), "%s", msg);
+	if (doc) {
+		yl_free(k->doc);
+		k->doc = doc;
+	}
+}
+
+static int write_line(int fd, const char *line)
+{
+	size_t len = strlen(line);
+	ssize_t w;
+
+	do
+		w = write(fd, line, len);
+	while (w < 0 && errno == EINTR);
+	return w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+}
+
+/* 0 when announced (or nothing to announce to), else -errno. */
+static int announce(struct kl *k, int i, uint64_t code)
+{
+	char lines[KLOG_MAX_LINES][KLOG_LINE_MAX];
+	int n = klog_render(&k->dev[i], code, !k->identified[i], lines), fd, r = 0;
+
+	fd = open(k->kernel_log, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (int l = 0; l < n && r == 0; l++)
+		r = write_line(fd, lines[l]);
+	close(fd);
+	if (r == 0)
+		k->identified[i] = true;
+	return r;
+}
+
+static void tick(struct kl *k)
+{
+	bool dirty = false;
+
+	load_doc(k);
+	for (int i = 0; i < k->ndev && k->doc; i++) {
+		const struct klog_dev *d = &k->dev[i];
+		struct klog_entry *e = klog_announced_find(&k->ann, d->index);
+		uint64_t code, seq;
+		int r;
+
+		ovr_xid(k->doc, d->index, &code, &seq);
+		if (!code) {
+			/* Cleared: the same code injected again is a new event. */
+			if (e) {
+				klog_announced_drop(&k->ann, d->index);
+				dirty = true;
+			}
+			continue;
+		}
+		if (e && e->code == code && e->seq == seq && !strcmp(e->bdf, d->bdf))
+			continue;
+		if ((r = announce(k, i, code)) < 0) {
+			if (k->warned_code[i] != code || k->warned_seq[i] != seq)
+				log_warn("%s: announcing Xid %llu for GPU %u (%s): %s; retrying",
+					 k->kernel_log, (unsigned long long)code, d->index, d->bdf,
+					 strerror(-r));
+			k->warned_code[i] = code;
+			k->warned_seq[i] = seq;
+			continue;
+		}
+		log_info("GPU %u (%s): Xid %llu announced on %s", d->index, d->bdf,
+			 (unsigned long long)code, k->kernel_log);
+		if (!e && k->ann.n < KLOG_MAX_DEVICES)
+			e = &k->ann.e[k->ann.n++];
+		if (e) {
+			e->index = d->index;
+			snprintf(e->bdf, sizeof(e->bdf), "%s", d->bdf);
+			e->code = code;
+			e->seq = seq;
+		}
+		dirty = true;
+	}
+	if (dirty)
+		save_state(k);
+}
+
+static const char usage[] =
+	"Usage: mokka-kernellog --mock-root PATH [--host-root DIR] [--kernel-log PATH]\n"
+	"Announces the Xids injected through the overrides document on the kernel log\n"
+	"(default /dev/kmsg, a real path, not under the host root).\n";
+
+int main(int argc, char **argv)
+{
+	static struct kl k;
+	const char *host_root = "", *mock_root = NULL;
+	sigset_t mask;
+	char *text;
+	size_t len;
+	int sfd;
+
+	prctl(PR_SET_NAME, "mokka-kernellog");
+	log_setup("mokka-kernellog", LOG_LVL_INFO, LOG_FMT_TEXT);
+	k.kernel_log = "/dev/kmsg";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--host-root") && i + 1 < argc)
+			host_root = strcmp(argv[++i], "/") ? argv[i] : "";
+		else if (!strcmp(argv[i], "--mock-root") && i + 1 < argc)
+			mock_root = argv[++i];
+		else if (!strcmp(argv[i], "--kernel-log") && i + 1 < argc)
+			k.kernel_log = argv[++i];
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (!mock_root || mock_root[0] != '/' || strstr(mock_root, "..") || !k.kernel_log[0]) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	snprintf(k.devices, sizeof(k.devices), "%s%s%s", host_root, mock_root, KLOG_DEVICES);
+	snprintf(k.overrides, sizeof(k.overrides), "%s%s%s", host_root, mock_root, KLOG_OVERRIDES);
+	snprintf(k.state, sizeof(k.state), "%s%s%s", host_root, mock_root, KLOG_ANNOUNCED);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+		log_error("signalfd: %s", strerror(errno));
+		return 1;
+	}
+	/* What an earlier run announced stays announced. */
+	if (slurp(k.state, &text, &len) == 0) {
+		klog_announced_parse(text, &k.ann);
+		free(text);
+	}
+	load_devices(&k);
+	log_info("started: %d GPUs, announcing on %s, %d injections already announced",
+		 k.ndev, k.kernel_log, k.ann.n);
+	for (;;) {
+		struct pollfd p = { .fd = sfd, .events = POLLIN };
+		struct signalfd_siginfo si;
+
+		tick(&k);
+		if (poll(&p, 1, TICK_MS) <= 0)
+			continue;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGHUP) {
+			load_devices(&k);
+			continue;
+		}
+		log_info("stopping on signal %u", si.ssi_signo);
+		yl_free(k.doc);
+		return 0;
+	}
+}

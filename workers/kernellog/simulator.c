@@ -1,0 +1,98 @@
+/* kernellog worker: Stage writes the device map the daemon announces by
+ * (SURFACES.md §6): per GPU its index, PCI address, UUID and board
+ * serial, each checked again here so nothing the profile says can inject
+ * text into the kernel log.  The daemon (mokka-kernellog) is described
+ * only when a kernel log is configured; Reload = the map rewritten +
+ * SIGHUP.  Discard also forgets what was announced (the daemon's state
+ * file), so a fresh node starts from nothing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/log.h"
+#include "workers/kernellog/kernellog.h"
+#include "workers/simulator.h"
+
+static int kl_stage(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	char path[512], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int r;
+
+	if (!f) {
+		sim_error(errs, "device-map", "out of memory");
+		return -ENOMEM;
+	}
+	fputs("# written by mokka-worker-kernellog: index bdf uuid serial\n", f);
+	for (int i = 0; i < s->num_devices; i++) {
+		const struct state_device *d = &s->devices[i];
+
+		/* The compiler checked the address; UUID and serial are free text
+		 * in a profile, and they end up in the kernel log. */
+		if (!state_valid_bdf(d->bus_id) || !klog_valid_uuid(d->uuid)) {
+			log_warn("GPU %d: PCI address '%s' or UUID '%s' unfit for the kernel log; "
+				 "its Xids are not announced", d->index, d->bus_id, d->uuid);
+			continue;
+		}
+		fprintf(f, "%d %s %s %s\n", d->index, d->bus_id, d->uuid,
+			d->serial[0] && klog_valid_serial(d->serial) ? d->serial : "-");
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		sim_error(errs, "device-map", "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "%s%s", s->mock_root, KLOG_DEVICES);
+	if ((r = host_write(&ctx->host, path, text, len, 0644)) < 0)
+		sim_error(errs, path, "write: %s", strerror(-r));
+	free(text);
+	return r;
+}
+
+static int kl_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daemon_spec *d,
+		     struct sim_errors *errs)
+{
+	const char *argv[] = {
+		"mokka-kernellog", "--mock-root", s->mock_root, "--host-root",
+		ctx->host.root[0] ? ctx->host.root : "/", "--kernel-log", s->kernel_log,
+	};
+
+	/* No kernel log configured: no daemon (the supervisor stops one). */
+	if (!s->kernel_log[0])
+		return 0;
+	snprintf(d->name, sizeof(d->name), "mokka-kernellog");
+	snprintf(d->path, sizeof(d->path), "%s/mokka-kernellog", ctx->bindir);
+	snprintf(d->reload_file, sizeof(d->reload_file), "%s%s", s->mock_root, KLOG_DEVICES);
+	for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+		if (!(d->argv[i] = strdup(argv[i]))) {
+			sim_error(errs, "daemon", "out of memory");
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+static int kl_discard(struct sim_ctx *ctx, struct sim_errors *errs)
+{
+	char path[512];
+	int r;
+
+	snprintf(path, sizeof(path), "%s%s", ctx->host.mock_root, KLOG_ANNOUNCED);
+	if ((r = host_unlink(&ctx->host, path)) < 0)
+		sim_error(errs, path, "unlink: %s", strerror(-r));
+	return r;
+}
+
+static const struct simulator kernellog_simulator = {
+	.name = "kernellog",
+	.roles = SIM_ROLE_STAGE | SIM_ROLE_DAEMON,
+	.stage = kl_stage,
+	.daemon = kl_daemon,
+	.discard = kl_discard,
+};
+
+int main(int argc, char **argv)
+{
+	return worker_main(argc, argv, &kernellog_simulator);
+}
