@@ -120,12 +120,21 @@ struct mad_result {
 	uint32_t reply_qpn;	/* REPLY: remote QP (0 SMI, 1 GSI) */
 };
 
-/* Decide what happens to a MAD a local agent sent.  0, or -EINVAL for a
- * malformed MAD (the daemon then drops it; it never crashes). */
+/* Decide what happens to a MAD a local agent sent.  0 (out->v says what
+ * to do; out is always initialised, reply NULL unless MAD_REPLY), -EINVAL
+ * for a malformed MAD (len < 24, base version != 1, DR hop count > 63, bad
+ * ca; out->v = MAD_DROP), -ENOMEM.  A DR SMP ignores in->dlid (pure
+ * directed route); a response (method bit 0x80) of a GSI class is
+ * MAD_DELIVERed to the CA owning in->dlid.  The engine reads the members'
+ * state_ib live: a Reload that edits port states or counters in place
+ * needs no rebuild (wiring never depends on them). */
 int mad_process(const struct ib_fabric *f, const struct mad_in *in, struct mad_result *out);
 
 /* On the owner of ca: answer a MAD forwarded for it (SMP at ingress_port,
- * PMA), or MAD_DELIVER for vendor-class requests to a server agent. */
+ * which must be 1; PMA), or MAD_DELIVER to ca for a vendor-class request
+ * (a server agent) or a GSI response (the requester).  A DR reply made
+ * here carries only its own hop of the ReturnPath (the requester's side
+ * walked the rest); tools do not read it.  Same return codes. */
 int mad_answer_local(const struct ib_fabric *f, int ca, int ingress_port,
 		     const uint8_t *mad, size_t len, struct mad_result *out);
 
