@@ -102,9 +102,16 @@ int main(int argc, char **argv)
 
 	prctl(PR_SET_NAME, "nv-fabricmanager");
 	log_setup("nv-fabricmanager", LOG_LVL_INFO, LOG_FMT_TEXT);
-	static const char *const usage =
-		"Usage: nv-fabricmanager -c CONFIG [--host-root DIR]\n"
-		"Mokka's fabric manager stand-in: keeps STATE_DIR/" MARKER ".\n";
+	/* The supervisor runs us as nv-fabricmanager; by hand we are
+	 * mokka-fabricmanager: name ourselves as invoked. */
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	static const char usage[] =
+		"Usage: %s -c CONFIG [--host-root DIR]\n"
+		"Mokka's fabric manager stand-in: keeps STATE_DIR/" MARKER " (the\n"
+		"readiness marker) while running; SIGHUP re-reads CONFIG.\n\n"
+		"  -c CONFIG           the daemon config the fabricmanager simulator wrote\n"
+		"  --host-root DIR     root that host paths live under (default /)\n"
+		"  --help, --version\n";
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
 			conf_path = argv[++i];
@@ -112,15 +119,18 @@ int main(int argc, char **argv)
 			if (strcmp(argv[++i], "/") != 0)
 				snprintf(host_root, sizeof(host_root), "%s", argv[i]);
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(usage, stdout);
+			printf(usage, prog);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("%s %s\n", prog, MOKKA_VERSION);
 			return 0;
 		} else {
-			fputs(usage, stderr);
+			fprintf(stderr, usage, prog);
 			return 2;
 		}
 	}
 	if (!conf_path) {
-		fputs(usage, stderr);
+		fprintf(stderr, usage, prog);
 		return 2;
 	}
 	if (read_conf(conf_path, &conf) < 0) {
