@@ -147,6 +147,9 @@ int ovr_set(struct yl_node *scope, const char *path, struct yl_node *val)
 	char key[128];
 	const char *dot;
 
+	/* Checked whole first: a bad path creates nothing. */
+	if (!*path || path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, ".."))
+		goto inval;
 	while ((dot = strchr(path, '.'))) {
 		size_t n = (size_t)(dot - path);
 

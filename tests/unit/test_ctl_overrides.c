@@ -1,0 +1,216 @@
+/* The overrides document module mokka-ctl and mokka-kernellog share
+ * (ctl/overrides*.c): parse, shape, scopes, paths, the effective view,
+ * the Xid and its sequence number, the emitter's round trip through the
+ * engine's reader; and, through the engine itself, that the same Xid
+ * injected twice (two sequence numbers) is two NVML events. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/overrides.h"
+#include "tests/unit/nvml_engine_fixture.h"
+
+static struct yl_node *parse_ok(const char *text)
+{
+	char err[256] = "";
+	struct yl_node *doc = ovr_parse(text, strlen(text), err, sizeof(err));
+
+	cr_assert_not_null(doc, "parse: %s", err);
+	return doc;
+}
+
+static char *emit_ok(const struct yl_node *doc)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(ovr_emit(doc, &text, &len), 0);
+	cr_assert_eq(strlen(text), len);
+	return text;
+}
+
+/* emit, parse back: the same tree, and plain scalars stay plain. */
+static void same_kinds(const struct yl_node *a, const struct yl_node *b)
+{
+	if (yl_is_null(a))
+		return;
+	if (a->kind == YL_SCALAR)
+		cr_assert(a->quoted || !b->quoted, "plain '%s' came back quoted", a->str);
+	for (size_t i = 0; i < a->n; i++)
+		same_kinds(a->kids[i], b->kids[i]);
+}
+
+static void round_trip(const struct yl_node *doc)
+{
+	char *text = emit_ok(doc);
+	struct yl_node *back = parse_ok(text);
+
+	cr_assert(yl_equal(doc, back), "round trip changed the document:\n%s", text);
+	same_kinds(doc, back);
+	yl_free(back);
+	free(text);
+}
+
+TestSuite(ctl_overrides);
+
+Test(ctl_overrides, empty_is_a_fresh_document)
+{
+	struct yl_node *doc = parse_ok("# nothing yet\n");
+	char *text = emit_ok(doc);
+
+	cr_assert_str_eq(text, "version: 1\n");
+	free(text);
+	yl_free(doc);
+	doc = parse_ok("");
+	cr_assert_eq(ovr_check_shape(doc, (char[64]){ 0 }, 64), 0);
+	yl_free(doc);
+}
+
+Test(ctl_overrides, emitter_round_trips)
+{
+	struct yl_node *doc = parse_ok(
+		"version: 1\n"
+		"all: {thermal: {temperature_gpu_c: 91}, fan: {speed_percent: \"40\"}}\n"
+		"devices:\n"
+		"  \"2\":\n"
+		"    failure: {mode: lost, xid: {code: 79, seq: 17}}\n"
+		"    nvlink_error: {rate: 1.5, links: [0, 3]}\n"
+		"    processes: [{pid: 1, name: \"a b\"}, {pid: 2, name: 'x: y'}]\n"
+		"    fabric: {cluster_uuid: \"00000000-0000-0000-0000-000000000001\"}\n"
+		"    dynamic_metrics: {utilization: null}\n"
+		"    odd: \"tab\\there, quote \\\" backslash \\\\ nel \\N ls \\L bom \\ufeff\"\n"
+		"    \"key with space\": {\"#hash\": -3, neg: -0.5, empty: \"\", map: {}}\n"
+		"    bools: [true, \"true\", yes, ~]\n");
+
+	round_trip(doc);
+	yl_free(doc);
+}
+
+Test(ctl_overrides, emitter_quotes_index_keys)
+{
+	struct yl_node *doc = parse_ok("devices: {3: {pstate: P2}}\n");
+	char *text = emit_ok(doc);
+
+	cr_assert_str_eq(text, "devices:\n  \"3\":\n    pstate: P2\n");
+	free(text);
+	yl_free(doc);
+}
+
+Test(ctl_overrides, shape)
+{
+	static const char *const bad[] = {
+		"version: 2\n", "[1, 2]\n", "extra: 1\n", "all: 3\n", "devices: [1]\n",
+		"devices: {x: {}}\n", "devices: {\"12345\": {}}\n", "devices: {\"1\": 5}\n",
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct yl_node *doc = parse_ok(bad[i]);
+
+		err[0] = '\0';
+		cr_assert_lt(ovr_check_shape(doc, err, sizeof(err)), 0, "accepted: %s", bad[i]);
+		cr_assert(strchr(err, ':'), "no position in '%s'", err);
+		yl_free(doc);
+	}
+	struct yl_node *ok = parse_ok("version: 1\nall: null\ndevices: {\"0\": null, \"07\": {}}\n");
+	cr_assert_eq(ovr_check_shape(ok, err, sizeof(err)), 0, "%s", err);
+	yl_free(ok);
+}
+
+Test(ctl_overrides, scopes_set_and_remove)
+{
+	struct yl_node *doc = parse_ok("devices: {\"02\": {thermal: 5}}\n"), *s;
+	char *text;
+
+	/* "02" names GPU 2, as for the engine; a scalar in the way is replaced. */
+	s = ovr_scope(doc, 2, true);
+	cr_assert_not_null(s);
+	cr_assert_eq(ovr_set(s, "thermal.temperature_gpu_c", ovr_plain("91")), 0);
+	cr_assert_eq(ovr_set(ovr_scope(doc, -1, true), "power.current_draw_mw",
+			     ovr_plain("300000")), 0);
+	cr_assert_eq(ovr_set(s, "a..b", ovr_plain("1")), -EINVAL);
+	cr_assert_eq(ovr_set(s, "", ovr_plain("1")), -EINVAL);
+	text = emit_ok(doc);
+	cr_assert_str_eq(text, "devices:\n  \"02\":\n    thermal:\n      temperature_gpu_c: 91\n"
+			       "all:\n  power:\n    current_draw_mw: 300000\n");
+	free(text);
+	/* removing the last key prunes the emptied parents */
+	ovr_remove(s, "thermal.temperature_gpu_c");
+	cr_assert_null(yl_get(s, "thermal"));
+	ovr_remove(s, "no.such.path");
+	cr_assert_null(ovr_scope(doc, 5, false));
+	yl_free(doc);
+}
+
+Test(ctl_overrides, effective_view_and_xid)
+{
+	struct yl_node *doc = parse_ok(
+		"all: {failure: {mode: lost, xid: {code: 79, seq: 5}}, thermal: {temperature_gpu_c: 1}}\n"
+		"devices:\n"
+		"  \"1\": {failure: {xid: {code: 48}}}\n"
+		"  \"2\": {failure: null}\n"
+		"  \"3\": {failure: {xid: {code: 13, seq: 9}}, thermal: {temperature_memory_c: 2}}\n");
+	uint64_t code, seq;
+	struct yl_node *eff;
+
+	ovr_xid(doc, 0, &code, &seq);
+	cr_assert(code == 79 && seq == 5);
+	ovr_xid(doc, 1, &code, &seq);
+	cr_assert(code == 48 && seq == 5, "maps merge key by key");
+	ovr_xid(doc, 2, &code, &seq);
+	cr_assert(code == 0 && seq == 0, "null replaces the inherited block");
+	ovr_xid(doc, 3, &code, &seq);
+	cr_assert(code == 13 && seq == 9);
+	cr_assert_eq(ovr_max_seq(doc), 9);
+	eff = ovr_effective(doc, 3);
+	cr_assert_str_eq(yl_text(yl_path(eff, "thermal.temperature_gpu_c")), "1");
+	cr_assert_str_eq(yl_text(yl_path(eff, "thermal.temperature_memory_c")), "2");
+	cr_assert_str_eq(yl_text(yl_path(eff, "failure.mode")), "lost");
+	yl_free(eff);
+	yl_free(doc);
+}
+
+/* ---- through the engine: one event per injection ---- */
+
+TestSuite(ctl_overrides_engine, .init = setup, .fini = teardown);
+
+static void write_xid(int gpu, uint64_t code, uint64_t seq)
+{
+	struct yl_node *doc = parse_ok(""), *x = yl_new(YL_MAP);
+	char *text;
+
+	cr_assert_eq(yl_map_set(x, "code", ovr_plainf("%llu", (unsigned long long)code)), 0);
+	cr_assert_eq(yl_map_set(x, "seq", ovr_plainf("%llu", (unsigned long long)seq)), 0);
+	cr_assert_eq(ovr_set(ovr_scope(doc, gpu, true), "failure.xid", x), 0);
+	text = emit_ok(doc);
+	put("overrides.yaml", text);
+	free(text);
+	yl_free(doc);
+}
+
+Test(ctl_overrides_engine, same_xid_twice_is_two_events)
+{
+	unsigned long long xid = 0;
+
+	put("config.yaml", base_profile);
+	put("overrides.yaml", "");
+	init_ok();
+	struct mdev *d = engine_device(0);
+
+	write_xid(0, 79, 100);
+	usleep(1100 * 1000);
+	cr_assert_eq(mdev_guard(d), ENG_SUCCESS, "an Xid alone breaks nothing");
+	cr_assert(mdev_take_xid(d, &xid) && xid == 79);
+	cr_assert_not(mdev_take_xid(d, &xid), "once per injection");
+	/* An unrelated reload keeps the injection delivered. */
+	usleep(1100 * 1000);
+	mdev_guard(d);
+	cr_assert_not(mdev_take_xid(d, &xid));
+	/* The same code, a new injection. */
+	write_xid(0, 79, 101);
+	usleep(1100 * 1000);
+	mdev_guard(d);
+	cr_assert(mdev_take_xid(d, &xid) && xid == 79, "the second injection is a new event");
+	cr_assert_not(mdev_take_xid(d, &xid));
+	cr_assert_not(mdev_take_xid(engine_device(1), &xid), "other GPUs see nothing");
+}
