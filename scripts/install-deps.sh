@@ -20,7 +20,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	systemd python3 file diffutils findutils xz-utils patchelf libxml2-utils python3-yaml \
 	slurmd hwloc libhwloc-contrib-plugins \
 	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev \
-	prometheus-node-exporter
+	prometheus-node-exporter \
+	podman runc debootstrap man-db
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"

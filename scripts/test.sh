@@ -41,7 +41,9 @@ run_check() { # run_check BUILDDIR LABEL CONFIGURE-ARGS...
 }
 
 rc=0
-run_check build-ci "gcc -Werror" --enable-werror || rc=1
+# The container image test (tests/integration/image.sh: debootstrap, podman
+# build, a privileged container) is slow; it runs in this build only.
+MOKKA_IMAGE_TEST=${MOKKA_IMAGE_TEST-1} run_check build-ci "gcc -Werror" --enable-werror || rc=1
 # Sanitizers: ASan + UBSan over the unit, fuzz and integration tests.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	run_check build-san "ASan+UBSan" --enable-sanitizers || rc=1
