@@ -114,6 +114,15 @@ static const struct field cri_fields[] = {
 	FS(struct state_cri, nri_socket),
 };
 
+static const struct field imex_fields[] = {
+	FI(struct state_imex, enabled, F_BOOL),
+	FI(struct state_imex, channel_count, F_INT),
+	FI(struct state_imex, channel_major, F_INT),
+	FI(struct state_imex, caps_major, F_INT),
+	FS(struct state_imex, archive),
+	FS(struct state_imex, checksums),
+};
+
 static const struct field top_fields[] = {
 	FI(struct state, generation, F_U64),
 	FS(struct state, node_name),
@@ -123,6 +132,7 @@ static const struct field top_fields[] = {
 	FS(struct state, cuda_version),
 	FI(struct state, cores_per_numa, F_INT),
 	FS(struct state, nvidia_smi_src),
+	FS(struct state, kernel_log),
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -336,6 +346,9 @@ int state_encode(const struct state *s, char **out, size_t *len)
 	if (!(o = cJSON_AddObjectToObject(root, "cri")) ||
 	    put_fields(o, &s->cri, cri_fields, NFIELDS(cri_fields)) < 0)
 		goto out;
+	if (!(o = cJSON_AddObjectToObject(root, "imex")) ||
+	    put_fields(o, &s->imex, imex_fields, NFIELDS(imex_fields)) < 0)
+		goto out;
 	if (s->topology_doc) {
 		if (!cJSON_AddStringToObject(root, "topology_doc", s->topology_doc))
 			goto out;
@@ -425,6 +438,9 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 		goto out;
 	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "cri"), &s->cri,
 		       cri_fields, NFIELDS(cri_fields), "cri", err, errlen) < 0)
+		goto out;
+	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "imex"), &s->imex,
+		       imex_fields, NFIELDS(imex_fields), "imex", err, errlen) < 0)
 		goto out;
 	for (i = 0; i < s->ib.num_hcas; i++)
 		if (s->ib.hcas[i].root < -1 || s->ib.hcas[i].root >= s->num_roots) {

@@ -110,6 +110,19 @@ struct state_cri {
 	char nri_socket[256];			/* NRI socket, host path */
 };
 
+/* IMEX capability surface (SURFACES.md §3), opt-in.  The archive and its
+ * checksum list are paths on the supervisor's machine (not under the host
+ * root), like nvidia_smi_src. */
+#define STATE_IMEX_MAX_CHANNELS 2048
+struct state_imex {
+	bool enabled;				/* IMEX_MOCK_CHANNELS / --imex-channels */
+	int channel_count;			/* 1..STATE_IMEX_MAX_CHANNELS, 2048 */
+	int channel_major;			/* nvidia-caps-imex-channels, 235 */
+	int caps_major;				/* nvidia-caps, 236 */
+	char archive[1024];			/* .tar.xz or image directory, "" = none */
+	char checksums[1024];			/* sha256sum-format list, "" = beside it */
+};
+
 struct state {
 	uint64_t generation;
 	char node_name[STATE_NAME_MAX];
@@ -128,6 +141,11 @@ struct state {
 	struct state_fabric fabric;
 	struct state_ib ib;
 	struct state_cri cri;
+	struct state_imex imex;
+
+	/* Where kernellog announces Xids (a real path, not under the host
+	 * root): --kernel-log / MOCK_NVML_KMSG, "/dev/kmsg"; "" = off. */
+	char kernel_log[256];
 
 	/* Where gpudriver takes the real nvidia-smi from ("" = none found). */
 	char nvidia_smi_src[4096];

@@ -213,7 +213,8 @@ static int compile_tree(struct cctx *c, const struct ynode *root,
 	for (int i = 0; i < ndevs; i++)
 		s->devices[i] = devs[i].d;
 	if ((rc = compile_ib(c, root, o, s)) < 0 ||
-	    (rc = compile_cri(c, o, &s->cri)) < 0)
+	    (rc = compile_cri(c, o, &s->cri)) < 0 ||
+	    (rc = compile_imex(c, o, s)) < 0)
 		return rc;
 	return profile_json(c, root, s);
 }
@@ -224,7 +225,7 @@ int compile_profile(const char *profile_name, const char *yaml, size_t len,
 		    char *err, size_t errlen)
 {
 	static const struct compile_opts no_opts;
-	struct cctx c = { profile_name ? profile_name : "<profile>", err, errlen };
+	struct cctx c = { profile_name ? profile_name : "<profile>", err, errlen, false };
 	const struct compile_opts *o = opts ? opts : &no_opts;
 	struct dev_build *devs = NULL;
 	struct ytree_error ye;

@@ -30,6 +30,11 @@ struct compile_opts {
 	const char *cri_unit;		/* --container-runtime-systemd-unit */
 	bool cri_nri;			/* --nri-plugin */
 	const char *cri_nri_socket;	/* --nri-socket */
+	/* IMEX (compile_imex.c; 0/NULL = the defaults 2048, 235, 236, none) */
+	bool imex_enabled;
+	int imex_channel_count, imex_channel_major, imex_caps_major;
+	const char *imex_archive, *imex_checksums;
+	const char *kernel_log;		/* NULL = /dev/kmsg, "" = off */
 };
 
 /* profile_name/topology_name are what errors print ("etc/x.yaml",
@@ -50,6 +55,12 @@ const char *compile_cri_check_dir(const char *config, const char *config_dir);
 /* All the cri fields of o together (defaults for the unset ones): 0, or
  * -EINVAL with "--option: 'value' why" in err. */
 int compile_cri_flags(const struct compile_opts *o, char *err, size_t errlen);
+
+/* The runtime overrides document (mokka-ctl, NVML.md §5): its `all` and
+ * `devices."<i>"` subtrees against the profile's DeviceConfig schema, with
+ * unknown keys refused.  0, or -EINVAL with "NAME:LINE:COL: KEY: why". */
+int compile_check_overrides(const char *name, const char *yaml, size_t len,
+			    char *err, size_t errlen);
 
 /* The built-in default profile (8x H100 SXM, 2 NUMA nodes), NUL-terminated. */
 extern const char compile_default_profile[];

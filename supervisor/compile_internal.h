@@ -25,6 +25,7 @@ struct cctx {
 	const char *file;
 	char *err;
 	size_t errlen;
+	bool strict;		/* unknown keys are errors, not warnings */
 };
 
 /* A device entry while compiling: the compiled fields plus the nodes that
@@ -75,6 +76,9 @@ uint32_t compile_ib_fnv1a32(const char *s);
 
 /* compile_cri.c: the container runtime flags (defaults when unset). */
 int compile_cri(struct cctx *c, const struct compile_opts *o, struct state_cri *cri);
+
+/* compile_imex.c: the IMEX settings and the kernel log path. */
+int compile_imex(struct cctx *c, const struct compile_opts *o, struct state *s);
 
 /* compile_topology.c */
 int compile_topology(struct cctx *c, const struct ynode *root,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ipc/log.h"
+#include "supervisor/compile.h"
 #include "supervisor/compile_internal.h"
 
 /* ------------------------------------------------------------------ */
@@ -176,7 +177,9 @@ static const struct field dynamic_f[] = {
 	M("utilization", dyn_util_f), END };
 static const struct field gpm_f[] = {
 	B("supported"), FL("pcie_tx_mib_per_sec"), FL("pcie_rx_mib_per_sec"), END };
-static const struct field xid_f[] = { I("code"), END };
+/* seq: the injection's sequence number (mokka-ctl), so the same code
+ * injected twice is two events. */
+static const struct field xid_f[] = { I("code"), U("seq"), END };
 static const struct field failure_f[] = {
 	S("mode"), FL("probability"), I("after_calls"), I("seed"), M("xid", xid_f), END };
 static const struct field fabric_health_f[] = {
@@ -294,6 +297,8 @@ static int check_block(struct cctx *c, const struct field *table,
 		const struct field *f = find_field(table, k);
 
 		cc_join_key(sub, path, k->str);
+		if (!f && c->strict)
+			return cc_fail(c, k, sub, "unknown key");
 		if (!f) {
 			log_warn("%s:%d:%d: %s: unknown key, ignored", c->file,
 				 k->line, k->col, sub);
@@ -363,6 +368,41 @@ int compile_check_profile(struct cctx *c, const struct ynode *root)
 int compile_check_topology(struct cctx *c, const struct ynode *doc)
 {
 	return check_block(c, topology_f, doc, "");
+}
+
+int compile_check_overrides(const char *name, const char *yaml, size_t len,
+			    char *err, size_t errlen)
+{
+	struct cctx c = { name, err, errlen, true };
+	const struct ynode *devs;
+	struct ytree_error ye;
+	struct ynode *root = NULL;
+	char path[KEY_PATH_MAX];
+	int rc;
+
+	if (len > COMPILE_MAX_INPUT)
+		return cc_fail(&c, NULL, "(document)", "too large (%zu bytes)", len);
+	if (ytree_parse(yaml, len, &root, &ye) < 0) {
+		snprintf(err, errlen, "%s:%d:%d: yaml: %s", name, ye.line, ye.col, ye.msg);
+		return -EINVAL;
+	}
+	rc = 0;
+	if (!ytree_is_null(root) && root->kind != YNODE_MAP)
+		rc = cc_fail(&c, root, "(document)", "expected a mapping");
+	if (rc == 0 && !ytree_is_null(root) && !ytree_is_null(ytree_map_get(root, "all")))
+		rc = check_block(&c, device_config_f, ytree_map_get(root, "all"), "all");
+	devs = ytree_is_null(root) ? NULL : ytree_map_get(root, "devices");
+	if (rc == 0 && !ytree_is_null(devs) && devs->kind != YNODE_MAP)
+		rc = cc_fail(&c, devs, "devices", "expected a mapping");
+	for (size_t i = 0; rc == 0 && !ytree_is_null(devs) && i < ytree_map_size(devs); i++) {
+		const struct ynode *v = ytree_map_value(devs, i);
+
+		cc_join_key(path, "devices", ytree_map_key(devs, i)->str);
+		if (!ytree_is_null(v))
+			rc = check_block(&c, device_config_f, v, path);
+	}
+	ytree_free(root);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */

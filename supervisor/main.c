@@ -89,6 +89,13 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 		.cri_unit = s->opt.cri_unit,
 		.cri_nri = s->opt.cri_nri,
 		.cri_nri_socket = s->opt.cri_nri_socket,
+		.imex_enabled = s->opt.imex_enabled,
+		.imex_channel_count = s->opt.imex_channel_count,
+		.imex_channel_major = s->opt.imex_channel_major,
+		.imex_caps_major = s->opt.imex_caps_major,
+		.imex_archive = s->opt.imex_archive,
+		.imex_checksums = s->opt.imex_checksums,
+		.kernel_log = s->opt.kernel_log,
 	};
 	struct state st;
 	char err[1024];
@@ -251,6 +258,8 @@ int main(int argc, char **argv)
 		s->exit_code = 1;
 		reconcile_teardown(s);
 	}
+	/* After truncate_overrides: the start state is the pristine one. */
+	overrides_watch_start(s);
 	loop_timer_after(s->loop, STATUS_POLL_MS, poll_tick, s);
 	if (sd_watchdog_interval_ms(&watchdog_ms) == 0 && watchdog_ms > 0)
 		loop_timer_after(s->loop, watchdog_ms, watchdog_tick, s);
@@ -258,6 +267,7 @@ int main(int argc, char **argv)
 	while (!loop_stopped(s->loop))
 		loop_run_once(s->loop, -1);
 
+	overrides_watch_stop();
 	if (src)
 		source_stop(src);
 	health_stop(health);

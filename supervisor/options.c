@@ -119,6 +119,14 @@ static void usage(FILE *f)
 	      "  --container-runtime-systemd-unit UNIT  (default containerd.service)\n"
 	      "  --nri-plugin              the NRI plugin is deployed: enable containerd's NRI\n"
 	      "  --nri-socket PATH         NRI socket, host path (default /var/run/nri/nri.sock)\n"
+	      "  --imex-channels[=BOOL]    stage IMEX channel devices (default $IMEX_MOCK_CHANNELS)\n"
+	      "  --imex-channel-count N    channels (default $IMEX_CHANNEL_COUNT, 2048)\n"
+	      "  --imex-channel-major N    nvidia-caps-imex-channels major (default 235)\n"
+	      "  --imex-caps-major N       nvidia-caps major (default 236)\n"
+	      "  --imex-archive PATH       IMEX redist .tar.xz or image directory to stage\n"
+	      "  --imex-checksums FILE     sha256sum list for it (default beside it)\n"
+	      "  --kernel-log PATH         where injected Xids are announced (default\n"
+	      "                            $MOCK_NVML_KMSG, /dev/kmsg; empty = off)\n"
 	      "  --help, --version\n\n"
 	      "Health: GET /healthz, /readyz, /metrics on --health-addr.\n", f);
 }
@@ -128,7 +136,7 @@ int options_parse(int argc, char **argv, struct options *o)
 	enum { O_CONFIG = 256, O_TOPO, O_ROOT, O_HEALTH, O_RESYNC, O_SHUT, O_LVL, O_FMT,
 	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION, O_SMI, O_IBPORT, O_IBPEERS,
 	       O_IBLISTEN, O_IBSOCK, O_CRT, O_CRTRESTART, O_CRTCONF, O_CRTDIR, O_CRTUNIT,
-	       O_NRI, O_NRISOCK };
+	       O_NRI, O_NRISOCK, O_IMEX_FIRST };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, O_FG },
 		{ "config", required_argument, NULL, O_CONFIG },
@@ -154,6 +162,13 @@ int options_parse(int argc, char **argv, struct options *o)
 		{ "container-runtime-systemd-unit", required_argument, NULL, O_CRTUNIT },
 		{ "nri-plugin", no_argument, NULL, O_NRI },
 		{ "nri-socket", required_argument, NULL, O_NRISOCK },
+		{ "imex-channels", optional_argument, NULL, O_IMEX_FIRST + OPT_IMEX_CHANNELS },
+		{ "imex-channel-count", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_COUNT },
+		{ "imex-channel-major", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_MAJOR },
+		{ "imex-caps-major", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_CAPS_MAJOR },
+		{ "imex-archive", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_ARCHIVE },
+		{ "imex-checksums", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_CHECKSUMS },
+		{ "kernel-log", required_argument, NULL, O_IMEX_FIRST + OPT_KERNEL_LOG },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -179,6 +194,9 @@ int options_parse(int argc, char **argv, struct options *o)
 		o->ib_peers = getenv("MOCK_IB_PEERS");
 	if (getenv("MOCK_IB_PING_FABRIC") && !strcmp(getenv("MOCK_IB_PING_FABRIC"), "1"))
 		o->ib_listen = "0.0.0.0";
+
+	if (options_imex_defaults(o) < 0)
+		return -EINVAL;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -252,12 +270,18 @@ int options_parse(int argc, char **argv, struct options *o)
 		case O_CRTUNIT: o->cri_unit = optarg; break;
 		case O_NRI: o->cri_nri = true; break;
 		case O_NRISOCK: o->cri_nri_socket = optarg; break;
+		case O_IMEX_FIRST + OPT_IMEX_CHANNELS ... O_IMEX_FIRST + OPT_KERNEL_LOG:
+			if (options_imex_flag(o, (enum options_imex)(c - O_IMEX_FIRST), optarg) < 0)
+				return -EINVAL;
+			break;
 		case O_HELP: usage(stdout); return 1;
 		case O_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
 	}
 	if (options_check_cri(o) < 0)
+		return -EINVAL;
+	if (options_imex_check(o) < 0)
 		return -EINVAL;
 	if (optind < argc) {
 		fprintf(stderr, "mokka-supervisor: unexpected argument '%s'\n", argv[optind]);

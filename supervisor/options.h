@@ -33,7 +33,26 @@ struct options {
 	const char *cri_unit;		/* --container-runtime-systemd-unit */
 	bool cri_nri;			/* --nri-plugin */
 	const char *cri_nri_socket;	/* --nri-socket */
+	/* IMEX and kernellog (options_imex.c; env fallbacks) */
+	bool imex_enabled;		/* --imex-channels, IMEX_MOCK_CHANNELS=true */
+	int imex_channel_count;		/* --imex-channel-count, IMEX_CHANNEL_COUNT (2048) */
+	int imex_channel_major;		/* --imex-channel-major, IMEX_CHANNEL_MAJOR (235) */
+	int imex_caps_major;		/* --imex-caps-major, IMEX_CAPS_MAJOR (236) */
+	const char *imex_archive;	/* --imex-archive, MOKKA_IMEX_ARCHIVE ("" none) */
+	const char *imex_checksums;	/* --imex-checksums, MOKKA_IMEX_CHECKSUMS */
+	const char *kernel_log;		/* --kernel-log, MOCK_NVML_KMSG (/dev/kmsg; "" off) */
 };
+
+/* options_imex.c: the flags above, in getopt order after OPT_IMEX_FIRST. */
+enum options_imex {
+	OPT_IMEX_CHANNELS, OPT_IMEX_COUNT, OPT_IMEX_MAJOR, OPT_IMEX_CAPS_MAJOR,
+	OPT_IMEX_ARCHIVE, OPT_IMEX_CHECKSUMS, OPT_KERNEL_LOG,
+};
+/* Defaults and environment (0 or -EINVAL, message printed); one flag
+ * (arg NULL for --imex-channels); the majors against each other. */
+int options_imex_defaults(struct options *o);
+int options_imex_flag(struct options *o, enum options_imex which, const char *arg);
+int options_imex_check(const struct options *o);
 
 /* The real nvidia-smi gpudriver stages: the flag, else $MOKKA_NVIDIA_SMI,
  * else <pkgdatadir>/nvidia-smi, else /usr/bin/nvidia-smi; NULL when none

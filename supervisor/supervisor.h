@@ -24,7 +24,10 @@
 /* ROLE_STAGE_FIRST: this simulator's Stage runs to completion before the
  * parallel Stage of the others (cri withdraws CDI spec entries before
  * gpudriver prunes the device nodes they name, SURFACES.md §7.6). */
-enum { ROLE_SIM = 1, ROLE_APPLY = 2, ROLE_DAEMON = 4, ROLE_STAGE_FIRST = 8 };
+/* ROLE_RELOAD_OVERRIDES: this simulator's daemon also gets Reload (SIGHUP)
+ * when the runtime overrides document changes (overrides_watch.c). */
+enum { ROLE_SIM = 1, ROLE_APPLY = 2, ROLE_DAEMON = 4, ROLE_STAGE_FIRST = 8,
+       ROLE_RELOAD_OVERRIDES = 16 };
 
 struct sim_def {
 	const char *name;
@@ -122,6 +125,11 @@ bool daemons_on_exit(struct supervisor *s, pid_t pid, int status);
 void daemons_stop_all(struct supervisor *s);
 bool daemons_all_stopped(const struct supervisor *s);
 void daemons_reset_failed(struct supervisor *s);
+
+/* overrides_watch.c: mokka-ctl's document -> Reload of the daemons that
+ * act on it. */
+int overrides_watch_start(struct supervisor *s);
+void overrides_watch_stop(void);
 
 /* reconcile.c */
 void reconcile_request(struct supervisor *s);

@@ -119,16 +119,19 @@ int gd_engine_config_render(const struct state *s, int profile_devices,
 
 /* Exists, empty, when nobody wrote one; never overwritten (O_EXCL: a
  * document mokka-ctl writes meanwhile wins).  Recorded either way so
- * Discard removes it with the rest of the driver root. */
-static int ensure_overrides(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+ * Discard removes it with the rest of the driver root.  The same for the
+ * sibling lock file every writer of the document flocks (NVML.md §5):
+ * made here so it is ours to remove, not left behind by mokka-ctl. */
+static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *name,
+			struct sim_errors *errs)
 {
 	char path[512], full[8192];
 	int fd, r;
 
-	if ((r = gd_path(s, path, sizeof(path), GD_CONFIG "/overrides.yaml")) < 0 ||
+	if ((r = gd_path(s, path, sizeof(path), GD_CONFIG "/%s", name)) < 0 ||
 	    (r = host_path(&ctx->host, path, full, sizeof(full))) < 0) {
-		sim_error(errs, "engine-config", "%s%s/overrides.yaml: path too long",
-			  s->mock_root, GD_CONFIG);
+		sim_error(errs, "engine-config", "%s%s/%s: path too long",
+			  s->mock_root, GD_CONFIG, name);
 		return r;
 	}
 	fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -144,6 +147,13 @@ static int ensure_overrides(struct sim_ctx *ctx, const struct state *s, struct s
 	if (ctx->host.own)
 		manifest_add(ctx->host.own, path, 'f');
 	return 0;
+}
+
+static int ensure_overrides(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	int r = ensure_empty(ctx, s, "overrides.yaml", errs);
+
+	return r < 0 ? r : ensure_empty(ctx, s, "overrides.yaml.lock", errs);
 }
 
 int gd_stage_engine_config(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,
