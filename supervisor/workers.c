@@ -30,11 +30,16 @@ static const int caps_gpudriver[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_
 static const int caps_cri[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
 				CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SYS_CHROOT, -1 };
 
+/* ib makes the /dev/infiniband nodes. */
+static const int caps_ib[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+			       CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD, -1 };
+
 static const struct sim_def sim_table[] = {
 	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY, caps_files },
 	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM, caps_files },
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files },
 	{ "gpudriver", "mokka-worker-gpudriver", ROLE_SIM | ROLE_APPLY, caps_gpudriver },
+	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON, caps_ib },
 	{ "kernellog", "mokka-worker-kernellog", ROLE_SIM | ROLE_DAEMON | ROLE_RELOAD_OVERRIDES,
 	  caps_files },
 	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST, caps_cri },

@@ -21,7 +21,7 @@ check "/healthz 200 after the first pass" is_code /healthz 200
 
 # Stage: pcibus tree, nvlink documents, fabric state dir.
 n=$(ls "$ROOT$R/sys/bus/pci/devices" | wc -l)
-check "pcibus staged 8 GPUs + 8 root ports ($n entries)" [ "$n" -eq 16 ]
+check "pcibus staged 8 GPUs + 8 HCAs + 16 root ports ($n entries)" [ "$n" -eq 32 ]
 check "nvlink staged R/topology/topology.yaml" cmp -s "$T/topology.yaml" "$ROOT$R/topology/topology.yaml"
 check "nvlink staged R/driver/config/topology.yaml" cmp -s "$T/topology.yaml" "$ROOT$R/driver/config/topology.yaml"
 # Apply: NFD feature file (published only after the barrier).
