@@ -271,8 +271,31 @@ Test(nl, res_summary_and_empty_tables)
 	request(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_REQUEST | NLM_F_DUMP, 2, 0, -1, NULL);
 	cr_assert_eq(nd, 5);
 	cr_assert_eq(msg(4)->nlmsg_type, NLMSG_DONE);
-	request(RDMA_NLDEV_CMD_STAT_GET, NLM_F_REQUEST, 3, 0, 1, NULL);
-	cr_assert_eq(error_of(5), -EOPNOTSUPP);
+}
+
+Test(nl, stat_get_lists_the_port_hw_counters)
+{
+	struct nlattr *tb[RDMA_NLDEV_ATTR_MAX], *e;
+	int rem, n = 0;
+
+	request(RDMA_NLDEV_CMD_STAT_GET, NLM_F_REQUEST | NLM_F_ACK, 3, 0, 1, NULL);
+	cr_assert_eq(nd, 2);
+	parse(0, tb);
+	cr_assert_eq(nla_get_u32(tb[RDMA_NLDEV_ATTR_PORT_INDEX]), 1);
+	nla_for_each_nested(e, tb[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS], rem) {
+		struct nlattr *f[RDMA_NLDEV_ATTR_MAX];
+
+		cr_assert_eq(nla_parse_nested(f, RDMA_NLDEV_ATTR_MAX - 1, e, NULL), 0);
+		if (!n)
+			cr_assert_str_eq(nla_get_string(f[RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME]),
+					 "duplicate_request");
+		cr_assert_eq(nla_get_u64(f[RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE]), 0);
+		n++;
+	}
+	cr_assert_eq(n, 18);
+	cr_assert_eq(error_of(1), 0);
+	request(RDMA_NLDEV_CMD_STAT_GET, NLM_F_REQUEST, 4, 0, -1, NULL);
+	cr_assert_eq(error_of(2), -EINVAL, "no port");
 }
 
 Test(nl, unknown_ops_clients_and_non_requests)

@@ -8,6 +8,7 @@
  *     the dump's error); never an ack;
  *   - errors: NLMSG_ERROR with -errno and the request appended; unknown
  *     clients/ops -EINVAL, known ops this mock does not model -EOPNOTSUPP.
+ * Resources and counters: zero counts, empty tables (nothing is allocated).
  * Device index = HCA index; one port each. */
 #include <errno.h>
 #include <stdlib.h>
@@ -177,6 +178,37 @@ static int put_res(const struct state_ib *ib, struct nl_msg *m, const struct sta
 	return 0;
 }
 
+/* mlx5's port hw counters (the names the tree's hw_counters/ holds); no
+ * traffic ever flows, so all read 0. */
+static const char *const hw_counters[] = {
+	"duplicate_request", "implied_nak_seq_err", "local_ack_timeout_err",
+	"out_of_buffer", "out_of_sequence", "packet_seq_err", "req_cqe_error",
+	"req_cqe_flush_error", "req_remote_access_errors", "req_remote_invalid_request",
+	"resp_cqe_error", "resp_cqe_flush_error", "resp_local_length_error",
+	"resp_remote_access_errors", "rnr_nak_retry_err", "rx_atomic_requests",
+	"rx_read_requests", "rx_write_requests",
+};
+
+/* stat_get_doit_default_counter(): the port's hw counters. */
+static int put_stat(const struct state_ib *ib, struct nl_msg *m, const struct state_hca *h)
+{
+	struct nlattr *t, *e;
+
+	(void)ib;
+	if (put_handle(m, h) || nla_put_u32(m, RDMA_NLDEV_ATTR_PORT_INDEX, 1) ||
+	    !(t = nla_nest_start(m, RDMA_NLDEV_ATTR_STAT_HWCOUNTERS)))
+		return -EMSGSIZE;
+	for (size_t i = 0; i < sizeof(hw_counters) / sizeof(hw_counters[0]); i++) {
+		if (!(e = nla_nest_start(m, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)) ||
+		    nla_put_string(m, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, hw_counters[i]) ||
+		    nla_put_u64(m, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, 0))
+			return -EMSGSIZE;
+		nla_nest_end(m, e);
+	}
+	nla_nest_end(m, t);
+	return 0;
+}
+
 typedef int (*fill_fn)(const struct state_ib *, struct nl_msg *, const struct state_hca *);
 
 /* One device (doit) or all of them (dump). */
@@ -188,8 +220,9 @@ static int per_dev_doit(struct nl_ctx *c, int op, fill_fn fill)
 	if (!c->tb[RDMA_NLDEV_ATTR_DEV_INDEX] ||
 	    !(h = dev_by_index(c->ib, nla_get_u32(c->tb[RDMA_NLDEV_ATTR_DEV_INDEX]))))
 		return -EINVAL;
-	if (op == RDMA_NLDEV_CMD_PORT_GET && (!c->tb[RDMA_NLDEV_ATTR_PORT_INDEX] ||
-					      nla_get_u32(c->tb[RDMA_NLDEV_ATTR_PORT_INDEX]) != 1))
+	if ((op == RDMA_NLDEV_CMD_PORT_GET || op == RDMA_NLDEV_CMD_STAT_GET) &&
+	    (!c->tb[RDMA_NLDEV_ATTR_PORT_INDEX] ||
+	     nla_get_u32(c->tb[RDMA_NLDEV_ATTR_PORT_INDEX]) != 1))
 		return -EINVAL;
 	if (!(m = new_msg(c, op, 0)))
 		return -ENOMEM;
@@ -222,6 +255,15 @@ static int get_dump(struct nl_ctx *c) { return per_dev_dump(c, RDMA_NLDEV_CMD_GE
 static int port_doit(struct nl_ctx *c) { return per_dev_doit(c, RDMA_NLDEV_CMD_PORT_GET, put_port); }
 static int res_doit(struct nl_ctx *c) { return per_dev_doit(c, RDMA_NLDEV_CMD_RES_GET, put_res); }
 static int res_dump(struct nl_ctx *c) { return per_dev_dump(c, RDMA_NLDEV_CMD_RES_GET, put_res); }
+
+/* The default (hw) counters of a port; per-QP counters and modes are not
+ * modelled. */
+static int stat_doit(struct nl_ctx *c)
+{
+	if (c->tb[RDMA_NLDEV_ATTR_STAT_RES] || c->tb[RDMA_NLDEV_ATTR_STAT_MODE])
+		return -EOPNOTSUPP;
+	return per_dev_doit(c, RDMA_NLDEV_CMD_STAT_GET, put_stat);
+}
 
 /* The port dump is per device (DEV_INDEX required), one port here. */
 static int port_dump(struct nl_ctx *c)
@@ -348,7 +390,7 @@ static const struct nl_op ops[RDMA_NLDEV_NUM_OPS] = {
 	[RDMA_NLDEV_CMD_RES_PD_GET] = { unsupported, empty_dump },
 	[RDMA_NLDEV_CMD_GET_CHARDEV] = { chardev_doit, NULL },
 	[RDMA_NLDEV_CMD_STAT_SET] = { unsupported, NULL },
-	[RDMA_NLDEV_CMD_STAT_GET] = { unsupported, empty_dump },
+	[RDMA_NLDEV_CMD_STAT_GET] = { stat_doit, empty_dump },
 	[RDMA_NLDEV_CMD_STAT_DEL] = { unsupported, NULL },
 	[RDMA_NLDEV_CMD_RES_QP_GET_RAW] = { unsupported, empty_dump },
 	[RDMA_NLDEV_CMD_RES_CQ_GET_RAW] = { unsupported, empty_dump },
@@ -362,6 +404,8 @@ static struct nla_policy policy[RDMA_NLDEV_ATTR_MAX] = {
 	[RDMA_NLDEV_ATTR_DEV_INDEX] = { .type = NLA_U32 },
 	[RDMA_NLDEV_ATTR_PORT_INDEX] = { .type = NLA_U32 },
 	[RDMA_NLDEV_ATTR_CHARDEV_TYPE] = { .type = NLA_NUL_STRING, .maxlen = 32 },
+	[RDMA_NLDEV_ATTR_STAT_RES] = { .type = NLA_U32 },
+	[RDMA_NLDEV_ATTR_STAT_MODE] = { .type = NLA_U32 },
 };
 
 /* One request; the error (or 0) decides whether an NLMSG_ERROR follows. */
