@@ -34,6 +34,21 @@ static struct sim_ctx ctx;
 static struct sim_errors errs;
 static struct state st;
 
+/* Stand-ins for the built shims in dir. */
+static void make_shims(const char *dir)
+{
+	for (int i = 0; ib_shim_files[i]; i++) {
+		char src[4096];
+		FILE *f;
+
+		snprintf(src, sizeof(src), "%s/%s", dir, ib_shim_files[i]);
+		f = fopen(src, "w");
+		cr_assert_not_null(f);
+		fprintf(f, "\177ELF %s", ib_shim_files[i]);
+		fclose(f);
+	}
+}
+
 static void setup(void)
 {
 	char err[512];
@@ -53,8 +68,9 @@ static void setup(void)
 	snprintf(ctx.host.mock_root, sizeof(ctx.host.mock_root), R);
 	ctx.name = "ib";
 	ctx.bindir = "/usr/libexec/mokka";
-	ctx.libdir = tmp;	/* no shims there: skipped with a warning */
+	ctx.libdir = tmp;
 	memset(&errs, 0, sizeof(errs));
+	make_shims(tmp);
 }
 
 static int rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -445,22 +461,28 @@ Test(ib_stage, readiness_follows_the_socket)
 	cr_expect(ib_simulator.ready(&ctx, &st, reason, sizeof(reason)));
 }
 
-Test(ib_stage, shims_copied_when_built)
+Test(ib_stage, shims_copied)
 {
-	for (int i = 0; ib_shim_files[i]; i++) {
-		char src[4096];
-		FILE *f;
-
-		snprintf(src, sizeof(src), "%s/%s", tmp, ib_shim_files[i]);
-		f = fopen(src, "w");
-		cr_assert_not_null(f);
-		fprintf(f, "\177ELF %s", ib_shim_files[i]);
-		fclose(f);
-	}
 	stage_ok();
 	expect_file(R "/ib/lib/libibmocksys.so", "\177ELF libibmocksys.so");
 	expect_file(R "/ib/lib/libibmockumad.so", "\177ELF libibmockumad.so");
 	expect_file(R "/ib/lib/libibmockverbs.so", "\177ELF libibmockverbs.so");
+}
+
+Test(ib_stage, missing_shim_is_an_error)
+{
+	char src[4096];
+
+	snprintf(src, sizeof(src), "%s/libibmockumad.so", tmp);
+	cr_assert_eq(unlink(src), 0);
+	cr_expect_eq(stage_pass(), -ENOENT);
+	cr_assert_eq(errs.n, 1);
+	cr_expect_str_eq(errs.e[0].surface, "shims");
+	cr_expect_not_null(strstr(errs.e[0].message, "libibmockumad.so: not found"), "%s",
+			   errs.e[0].message);
+	/* The other surfaces still rendered. */
+	expect_file(IBDEV0 "/node_type", "1: CA\n");
+	expect_file(R "/ib/lib/libibmocksys.so", "\177ELF libibmocksys.so");
 }
 
 Test(ib_stage, root_mock_root_is_refused)

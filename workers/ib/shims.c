@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ipc/log.h"
 #include "workers/ib/ib.h"
 
 const char *const ib_shim_files[] = {
@@ -26,10 +25,8 @@ int ib_stage_shims(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 	for (int i = 0; ib_shim_files[i]; i++) {
 		snprintf(src, sizeof(src), "%s/%s", libdir, ib_shim_files[i]);
 		if (access(src, R_OK) < 0) {
-			/* Transitional: the shims land separately; until then a
-			 * missing one is a warning, not a Stage failure. */
-			log_warn("ib: %s: not found (are the IB shims built? set MOKKA_PKGLIBDIR "
-				 "to where they are); not staged", src);
+			ib_fail(&o, "shims", -errno, "%s: not found (are the IB shims built? set "
+				"MOKKA_PKGLIBDIR to where they are)", src);
 			continue;
 		}
 		if ((r = ib_path(s, dst, sizeof(dst), IB_LIB "/%s", ib_shim_files[i])) < 0) {
