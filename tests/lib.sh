@@ -13,6 +13,9 @@ mkdir -p "$ROOT"
 SUP_PID=
 PORT=
 FAILS=0
+# No test may write the real kernel log: mokka-kernellog announces Xids
+# only where a test points --kernel-log (an empty MOCK_NVML_KMSG is "off").
+export MOCK_NVML_KMSG=
 
 note() { printf '# %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; FAILS=$((FAILS + 1)); }
