@@ -165,7 +165,7 @@ LIBS=$B/.libs
 if [ -f "$LIBS/libibmockumad.so" ] && [ -f "$LIBS/libibmockverbs.so" ] && [ -f "$LIBS/libibmocksys.so" ] &&
 	[ -x "$B/mokka-worker-ib" ] && command -v ibnetdiscover >/dev/null && command -v ibping >/dev/null; then
 	for n in $NODES; do
-		"$B/mokka-worker-ib" --host-root "$(root $n)" --config "$T/profile.yaml" --node-name node$n \
+		MOKKA_PKGLIBDIR=$LIBS "$B/mokka-worker-ib" --host-root "$(root $n)" --config "$T/profile.yaml" --node-name node$n \
 			stage > "$T/stage$n.out" 2>&1 || die "stage node$n: $(tail -3 "$T/stage$n.out")"
 		same=$(jq -S .ib.hcas "$(root $n)$R_IB/mock-ib.json" | cmp - <(jq -S .ib.hcas "$(conf $n)") && echo y)
 		check "node$n: the worker's identities match the daemon's" [ "$same" = y ]

@@ -219,9 +219,11 @@ static int conn_send(struct mockib *d, struct mib_conn *c, uint8_t type, const v
 	}
 	if (c->out_len + need > c->out_cap) {
 		/* Compact first, then grow. */
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
+		if (c->out_off) {
+			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
 		if (c->out_len + need > c->out_cap) {
 			size_t cap = c->out_cap ? c->out_cap : 65536;
 			uint8_t *n;
