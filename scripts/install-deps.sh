@@ -21,7 +21,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	slurmd hwloc libhwloc-contrib-plugins \
 	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev \
 	prometheus-node-exporter \
-	podman runc debootstrap man-db
+	podman runc debootstrap man-db \
+	conmon containerd busybox-static
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"

@@ -85,6 +85,17 @@ static bool wave_ok(const struct supervisor *s, unsigned role)
 	return true;
 }
 
+/* Fail-fast: some worker finished the op and failed (one still running
+ * has op_ok false too, which is no failure). */
+static bool wave_failed(const struct supervisor *s, unsigned role)
+{
+	for (int i = 0; i < s->nworkers; i++)
+		if (has_role(&s->workers[i], role) && s->workers[i].op_done &&
+		    !s->workers[i].op_ok)
+			return true;
+	return false;
+}
+
 static bool workers_settling(const struct supervisor *s)
 {
 	for (int i = 0; i < s->nworkers; i++)
@@ -127,7 +138,10 @@ static void start_stage(struct supervisor *s)
 {
 	s->phase = PASS_STAGE;
 	log_debug("reconcile: generation %llu: parallel stage", (unsigned long long)s->pass_gen);
-	wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
+	/* Nobody left to stage (only first-stagers run): go on now. */
+	if (wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd,
+		      STAGE_DEADLINE_MS) == 0)
+		reconcile_progress(s);
 }
 
 static void start_pass(struct supervisor *s)
@@ -361,7 +375,7 @@ void reconcile_progress(struct supervisor *s)
 		return;
 	case PASS_APPLY:
 		if (!wave_done(s, ROLE_APPLY)) {
-			if (!wave_ok(s, ROLE_APPLY))
+			if (wave_failed(s, ROLE_APPLY))
 				abort_appliers(s);	/* fail fast */
 			return;
 		}

@@ -226,6 +226,14 @@ static int nri_table(const struct toml_node *config, const struct state_cri *c,
 	return 0;
 }
 
+int cri_add_nri(struct toml_node *dropin, const struct toml_node *config,
+		const struct state_cri *c)
+{
+	struct toml_node *plugins = toml_table(dropin, "plugins");
+
+	return plugins ? nri_table(config, c, plugins) : -ENOMEM;
+}
+
 static int render_dropin(const struct state_cri *c, const struct toml_node *config,
 			 const char *binary, struct cri_plan *plan)
 {

@@ -7,8 +7,8 @@
  *                 config.toml, rendered and validated in memory
  *   toml.c        the TOML parser/writer both use
  *   toolkit.c     NVIDIA Container Toolkit binaries, runtime config, links
- *   setup.c       the stand-aside rules, writing the containerd files,
- *                 nvidia-ctk when it is there
+ *   setup.c       the stand-aside rules, writing the containerd files
+ *   ctk.c         nvidia-ctk runtime configure, when our toolkit brings it
  *   restart.c     systemctl restart through the host root
  *   resolve.c     symlinks resolved inside the host root (/var/run -> /run)
  *   cri.c         the simulator table: Stage, Apply, Revoke, readiness */
@@ -82,6 +82,11 @@ bool cri_imports_cover(const struct toml_node *imports, const char *config, cons
 int cri_validate_config(const char *name, const char *text, size_t len, char *why,
 			size_t whylen);
 
+/* The NRI table (the whole table, SURFACES.md §11.6) put into a drop-in
+ * tree, config.toml's own NRI keys kept (config may be NULL). */
+int cri_add_nri(struct toml_node *dropin, const struct toml_node *config,
+		const struct state_cri *c);
+
 /* toolkit.c: the toolkit's source directory on this machine
  * ($MOKKA_CONTAINER_TOOLKIT_DIR, else <libexecdir>/container-toolkit). */
 const char *cri_toolkit_source(char *buf, size_t len);
@@ -92,6 +97,14 @@ int cri_foreign_toolkit(const struct host *h, char *who, size_t len);
  * absent.  Never recorded, never removed (running containers exec the
  * runtime).  *installed: the runtime binary is now in place. */
 int cri_toolkit_install(const struct host *h, bool *installed, struct sim_errors *errs);
+
+/* ctk.c: is /usr/bin/nvidia-ctk our link to an installed nvidia-ctk? */
+bool cri_ctk_available(const struct host *h);
+struct cri_setup_result;
+/* Let nvidia-ctk write the drop-in (host path) and edit config (resolved
+ * host path); undone when what it wrote does not parse. */
+void cri_ctk_configure(struct sim_ctx *ctx, const struct state_cri *c, const char *config,
+		       const char *dropin_host, struct cri_setup_result *res);
 
 /* setup.c: the container runtime setup of one Apply.  Never fails Apply:
  * a problem leaves *ready false with the reason in reason. */

@@ -116,6 +116,7 @@ static int standing_aside(struct sim_ctx *ctx, const struct state_cri *c,
 
 	if (strcmp(c->runtime, "containerd") != 0) {
 		log_info("cri: container runtime setup off (--container-runtime %s)", c->runtime);
+		keep_previous(&ctx->host);
 		return 1;
 	}
 	if (!cri_host_has(&ctx->host, "containerd", found, sizeof(found))) {
@@ -218,6 +219,9 @@ void cri_setup(struct sim_ctx *ctx, const struct state *s, struct cri_setup_resu
 		not_ready(res, "containerd config: %s%s", strerror(-r), "");
 		return;
 	}
-	write_plan(ctx, c, config, &plan, res);
+	if (cri_ctk_available(&ctx->host))
+		cri_ctk_configure(ctx, c, config, plan.dropin_path, res);
+	else
+		write_plan(ctx, c, config, &plan, res);
 	cri_plan_free(&plan);
 }

@@ -709,6 +709,8 @@ static int array(struct parser *p, struct toml_node *n)
 		skip_ws_nl(p);
 		if (peek(p) == ']')
 			break;
+		if (peek(p) < 0)
+			return fail_at(p, n->start, "unclosed array");
 		if ((r = value(p, &v)) < 0)
 			return r;
 		if (add_kid(n, v) < 0) {
@@ -746,6 +748,8 @@ static int inline_table(struct parser *p, struct toml_node *n)
 		int r;
 
 		skip_ws(p);
+		if (peek(p) < 0 || at_newline(p))
+			return fail_at(p, n->start, "unclosed inline table (it must fit on one line)");
 		if ((r = key(p, &k)) < 0) {
 			key_free(&k);
 			return r;
@@ -774,8 +778,9 @@ static int inline_table(struct parser *p, struct toml_node *n)
 			take(p);
 			break;
 		}
-		return peek(p) < 0 || at_newline(p) ? fail_at(p, n->start, "unclosed inline table") :
-						      fail(p, "expected ',' or '}' in inline table");
+		return peek(p) < 0 || at_newline(p) ?
+			fail_at(p, n->start, "unclosed inline table (it must fit on one line)") :
+			fail(p, "expected ',' or '}' in inline table");
 	}
 	close_inline(n);
 	return 0;
