@@ -15,15 +15,19 @@
  *   netlink       NETLINK_RDMA hooks: bind/getsockname/options/sendto/
  *                 recvmsg names, MSG_PEEK|MSG_TRUNC, autobind ids
  *   libnl         a libnl-3 dump round trip, the way libibverbs talks
+ *   verbs         the verbs API shim on its own (MOCK_IB=sysfs, hand tree):
+ *                 open/query_device/query_port/GIDs/GID types/P_Keys
  *   open-errno PATH ERRNO     open(PATH) must fail with ERRNO (no server)
  *   socket-errno ERRNO        socket(NETLINK_RDMA) must fail with ERRNO
  * Prints "ok: ..." / "FAIL: ..." lines; exit 0 only if all passed.
  */
 #include "shims/ib/mockib_proto.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/umad.h>
+#include <infiniband/verbs.h>
 #include <linux/netlink.h>
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
@@ -531,6 +535,70 @@ static void mode_libnl(void)
 	close(lfd);
 }
 
+/* ---- the verbs API shim ------------------------------------------------ */
+
+/* rdma-core's private driver.h */
+enum gid_type_sysfs { GID_TYPE_SYSFS_IB_ROCE_V1, GID_TYPE_SYSFS_ROCE_V2 };
+int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
+		       enum gid_type_sysfs *type);
+
+static void mode_verbs(void)
+{
+	/* What libibverbs' sysfs scan fills in for the hand tree's mlx5_1. */
+	struct ibv_device dev = { .node_type = IBV_NODE_CA,
+				  .transport_type = IBV_TRANSPORT_IB,
+				  .name = "mlx5_1", .dev_name = "uverbs1",
+				  .dev_path = "/sys/class/infiniband_verbs/uverbs1",
+				  .ibdev_path = "/sys/class/infiniband/mlx5_1" };
+	struct ibv_device gone = dev;
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry ge;
+	enum gid_type_sysfs gt = GID_TYPE_SYSFS_ROCE_V2;
+	union ibv_gid gid;
+	struct ibv_context *ctx;
+	__be16 pkey;
+
+	snprintf(gone.ibdev_path, sizeof(gone.ibdev_path), "/sys/class/infiniband/mlx5_9");
+	errno = 0;
+	check(ibv_open_device(&gone) == NULL && errno == ENODEV, "open of a device the tree lacks -> ENODEV");
+	ctx = ibv_open_device(&dev);
+	check(ctx && ctx->device == &dev, "ibv_open_device(mlx5_1)");
+	if (!ctx)
+		exit(1);
+	check(ibv_query_device(ctx, &da) == 0 && strcmp(da.fw_ver, "28.39.2048") == 0 &&
+	      da.node_guid == htobe64(0xa088c20300ab0002ull) &&
+	      da.sys_image_guid == htobe64(0xa088c20300ab0002ull) && da.vendor_id == 0x02c9 &&
+	      da.vendor_part_id == 4129 && da.hw_ver == 0 && da.phys_port_cnt == 1 &&
+	      da.max_pkeys == 128 && da.max_qp > 0, "query_device: fw, GUIDs, vendor, part 4129, 1 port");
+	memset(&pa, 0xee, sizeof(pa));
+	check(ibv_query_port(ctx, 1, &pa) == 0 && pa.state == IBV_PORT_DOWN && pa.phys_state == 2 &&
+	      pa.lid == 0 && pa.sm_lid == 1 && pa.lmc == 0 && pa.port_cap_flags == 0xa651e848 &&
+	      pa.link_layer == IBV_LINK_LAYER_INFINIBAND && pa.active_width == 2 &&
+	      pa.active_speed == 64 && pa.max_mtu == IBV_MTU_4096 && pa.active_mtu == IBV_MTU_4096 &&
+	      pa.gid_tbl_len == 2 && pa.pkey_tbl_len == 2 && pa.flags == 0 && pa.port_cap_flags2 == 0,
+	      "query_port 1: DOWN/Polling, LIDs, cap mask, 4X HDR (64), MTU 4096, table sizes, "
+	      "fields past link_layer left as the inline wrapper cleared them");
+	check(ibv_query_port(ctx, 2, &pa) == EINVAL, "query_port 2 -> EINVAL");
+	check(ibv_query_gid(ctx, 1, 0, &gid) == 0 &&
+	      gid.global.subnet_prefix == htobe64(0xfe80000000000000ull) &&
+	      gid.global.interface_id == htobe64(0xa088c20300ab0003ull), "query_gid 0: fe80::port GUID");
+	check(ibv_query_gid(ctx, 1, 5, &gid) == -1, "query_gid 5 (no such file) -> -1");
+	check(ibv_query_gid_ex(ctx, 1, 0, &ge, 0) == 0 && ge.gid_index == 0 && ge.port_num == 1 &&
+	      ge.gid_type == IBV_GID_TYPE_IB && ge.gid.global.interface_id == htobe64(0xa088c20300ab0003ull),
+	      "query_gid_ex 0: type IB");
+	check(ibv_query_gid_ex(ctx, 1, 1, &ge, 0) == ENODATA, "query_gid_ex 1 (all zero) -> ENODATA");
+	check(ibv_query_gid_type(ctx, 1, 0, &gt) == 0 && gt == GID_TYPE_SYSFS_IB_ROCE_V1,
+	      "query_gid_type 0: IB/RoCE v1");
+	gt = GID_TYPE_SYSFS_ROCE_V2;
+	check(ibv_query_gid_type(ctx, 1, 1, &gt) == 0 && gt == GID_TYPE_SYSFS_IB_ROCE_V1,
+	      "query_gid_type 1 (no types file, as on IB) -> IB/RoCE v1");
+	check(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htobe16(0xffff), "query_pkey 0 = 0xffff");
+	check(ibv_query_pkey(ctx, 1, 1, &pkey) == 0 && pkey == 0, "query_pkey 1 = 0");
+	check(ibv_query_pkey(ctx, 1, 9, &pkey) == -1, "query_pkey 9 -> -1");
+	check(ibv_close_device(ctx) == 0, "ibv_close_device");
+}
+
 /* ---- expected failures -------------------------------------------------- */
 
 static int errno_named(const char *s)
@@ -556,6 +624,8 @@ int main(int argc, char **argv)
 		mode_netlink();
 	else if (argc == 2 && strcmp(argv[1], "libnl") == 0)
 		mode_libnl();
+	else if (argc == 2 && strcmp(argv[1], "verbs") == 0)
+		mode_verbs();
 	else if (argc == 4 && strcmp(argv[1], "open-errno") == 0) {
 		int fd = open(argv[2], O_RDWR), e = errno;
 		check(fd == -1 && e == errno_named(argv[3]), "open %s -> %s (got %d, %s)",
@@ -565,7 +635,7 @@ int main(int argc, char **argv)
 		check(fd == -1 && e == errno_named(argv[2]),
 		      "socket(NETLINK_RDMA) -> %s (got %d, %s)", argv[2], fd, strerror(e));
 	} else {
-		fprintf(stderr, "usage: %s umad|libibumad|netlink|libnl|"
+		fprintf(stderr, "usage: %s umad|libibumad|netlink|libnl|verbs|"
 			"open-errno PATH ERRNO|socket-errno ERRNO\n", argv[0]);
 		return 2;
 	}

@@ -41,6 +41,9 @@ rm -f "$MOCK_IB_SOCKET"
 run "no daemon" "$IB_PRELOAD" full open-errno /dev/infiniband/umad0 ENXIO
 run "no node" "$IB_PRELOAD" full open-errno /dev/infiniband/umad7 ENOENT
 run "no daemon" "$IB_PRELOAD" full socket-errno EPROTONOSUPPORT
+# The verbs API shim needs no daemon: sysfs mode, every query from the tree.
+run "verbs API" "$IB_PRELOAD" sysfs verbs
+run "verbs API, redirect first" "$IB_SYS:$IB_UMAD:$IB_VERBS" sysfs verbs
 # MOCK_IB=sysfs: no daemon use at all; netlink refused so libibverbs scans sysfs.
 run "sysfs mode" "$IB_PRELOAD" sysfs socket-errno EPROTONOSUPPORT
 run "sysfs mode" "$IB_PRELOAD" sysfs open-errno /dev/infiniband/umad0 ENXIO
