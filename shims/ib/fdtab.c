@@ -13,6 +13,23 @@
 static struct ibfd **top[TOP_SIZE];	/* leaves, allocated on first use */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* A fork while another thread holds the lock must not leave the child's
+ * copy locked forever. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&mu);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((constructor)) static void fdtab_init(void)
+{
+	pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
 static struct ibfd **slot(int fd, bool create)
 {
 	unsigned t, l;
