@@ -86,6 +86,8 @@ if [ -n "${MOKKA_IMAGE_BASE_TAR:-}" ]; then
 else
 	debootstrap --variant=minbase bookworm "$T/base" "${MOKKA_DEBIAN_MIRROR:-http://deb.debian.org/debian}" \
 		> "$T/debootstrap.log" 2>&1 || die "debootstrap failed: $(tail -5 "$T/debootstrap.log")"
+	# What debian:bookworm-slim leaves out too (the build runs apt-get update).
+	rm -rf "$T"/base/var/cache/apt/archives/*.deb "$T"/base/var/cache/apt/*.bin "$T"/base/var/lib/apt/lists/*
 	tar -C "$T/base" -cf "$T/base.tar" . && rm -rf "$T/base"
 fi
 lap "debian base made"

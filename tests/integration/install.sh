@@ -12,8 +12,8 @@ for t in systemd-analyze groff man unshare; do
 done
 
 # The configured directories, as make expands them.
-mkvar() {
-	make -s --no-print-directory -C "$B" -f Makefile -f - print-var V="$1" <<'EOF'
+mkvar() { # (make may first regenerate the Makefile and say so: last line)
+	make -s --no-print-directory -C "$B" -f Makefile -f - print-var V="$1" <<'EOF' | tail -n 1
 print-var: ; @echo $($(V))
 EOF
 }
@@ -113,6 +113,9 @@ done
 # ---- --version and --help of every program --------------------------------
 for p in "$D$bindir"/* "$D$libexecdir"/mokka/*; do
 	n=$(basename "$p")
+	# Not a command of ours: staged as the host's nvidia-imex, it passes
+	# every argument on to the real binary.
+	[ "$n" = nvidia-imex-shim ] && continue
 	v=$(timeout 5 "$p" --version 2>&1); rc=$?
 	[ $rc -eq 0 ] && [ "$v" = "$n $PACKAGE_VERSION" ] ||
 		fail "$n --version: want '$n $PACKAGE_VERSION' and status 0, got '$v' ($rc)"
