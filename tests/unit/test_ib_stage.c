@@ -441,24 +441,56 @@ Test(ib_stage, disabled_means_no_daemon)
 	cr_expect(!exists(R "/ib"));
 }
 
+static int bind_socket(const char *rel)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+	cr_assert_geq(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", full(rel));
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
+	return fd;
+}
+
 Test(ib_stage, readiness_follows_the_socket)
 {
 	char reason[256] = "";
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
 	stage_ok();
 	cr_expect(!ib_simulator.ready(&ctx, &st, reason, sizeof(reason)));
-	cr_expect_not_null(strstr(reason, "mock-ib socket"), "%s", reason);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", full(R "/run/mock-ib.sock"));
-	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
-	cr_expect(ib_simulator.ready(&ctx, &st, reason, sizeof(reason)));
+	cr_expect_not_null(strstr(reason, "mock-ib not serving"), "%s", reason);
+	fd = bind_socket(R "/run/mock-ib.sock");
+	cr_expect(!ib_simulator.ready(&ctx, &st, reason, sizeof(reason)),
+		  "a socket nobody listens on is not ready");
+	cr_assert_eq(listen(fd, 4), 0);
+	cr_expect(ib_simulator.ready(&ctx, &st, reason, sizeof(reason)), "%s", reason);
 	close(fd);
-	unlink(sa.sun_path);
+	unlink(full(R "/run/mock-ib.sock"));
 	st.ib.enabled = false;
 	cr_expect(ib_simulator.ready(&ctx, &st, reason, sizeof(reason)));
+}
+
+/* A mock-ib killed outright leaves its socket; Discard removes it, so the
+ * directory Stage made can go. */
+Test(ib_stage, discard_removes_a_stale_socket)
+{
+	int fd;
+
+	stage_ok();
+	close(bind_socket(R "/run/mock-ib.sock"));
+	cr_assert_eq(ib_simulator.discard(&ctx, &errs), 0);
+	cr_expect(!exists(R "/run/mock-ib.sock"));
+	/* A live one is mock-ib's own. */
+	fd = bind_socket(R "/run/mock-ib.sock");
+	cr_assert_eq(listen(fd, 4), 0);
+	cr_assert_eq(ib_simulator.discard(&ctx, &errs), 0);
+	cr_expect(exists(R "/run/mock-ib.sock"));
+	close(fd);
+	unlink(full(R "/run/mock-ib.sock"));
+	cr_assert_eq(manifest_remove_stale(ctx.host.root, &prev, NULL), 0);
+	cr_expect(!exists(R "/run"));
+	cr_expect(!exists(R "/ib"));
 }
 
 Test(ib_stage, shims_copied)

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "ipc/log.h"
 #include "workers/ib/ib.h"
@@ -110,19 +113,73 @@ static int ib_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daem
 	return 0;
 }
 
+/* 0 when something accepts on the unix socket at path; a path too long
+ * for sun_path is judged by its type alone. */
+static int socket_accepts(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, r = 0;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return stat(path, &st) == 0 && S_ISSOCK(st.st_mode) ? 0 : -ENOENT;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	/* EAGAIN: a full backlog, but a listener. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EAGAIN)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
 /* Ready once mock-ib serves its socket (the tree alone answers no MAD). */
 static bool ib_ready(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len)
 {
 	char sock[8192];
-	struct stat st;
+	int r;
 
 	if (!s->ib.enabled)
 		return true;
 	snprintf(sock, sizeof(sock), "%s%s", ctx->host.root, s->ib.socket);
-	if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+	if ((r = socket_accepts(sock)) == 0)
 		return true;
-	snprintf(reason, len, "%s socket %s not there yet", IB_DAEMON, s->ib.socket);
+	snprintf(reason, len, "%s not serving %s yet: %s", IB_DAEMON, s->ib.socket, strerror(-r));
 	return false;
+}
+
+/* Discard runs after the supervisor stopped mock-ib, which removes its
+ * socket on SIGTERM; one killed outright leaves it, in the directory
+ * Stage owns.  The socket path comes from the config Stage wrote. */
+static int ib_discard(struct sim_ctx *ctx, struct sim_errors *errs)
+{
+	char conf[8192], node[STATE_NAME_MAX], err[256], sock[8192];
+	char *json = NULL;
+	size_t len = 0;
+	struct state_ib *ib;
+	struct stat st;
+	FILE *f;
+
+	(void)errs;
+	snprintf(conf, sizeof(conf), "%s%s%s", ctx->host.root, ctx->host.mock_root, IB_CONFIG);
+	if (!(f = fopen(conf, "re")))
+		return 0;
+	json = malloc(1 << 20);
+	len = json ? fread(json, 1, (1 << 20) - 1, f) : 0;
+	fclose(f);
+	if (!json)
+		return 0;
+	json[len] = '\0';
+	if ((ib = calloc(1, sizeof(*ib))) &&
+	    state_ib_decode(json, len, node, ib, err, sizeof(err)) == 0 && ib->socket[0] == '/') {
+		snprintf(sock, sizeof(sock), "%s%s", ctx->host.root, ib->socket);
+		if (lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode) && socket_accepts(sock) < 0 &&
+		    unlink(sock) == 0)
+			log_info("ib: removed mock-ib's stale socket %s", ib->socket);
+	}
+	free(ib);
+	free(json);
+	return 0;
 }
 
 const struct simulator ib_simulator = {
@@ -130,5 +187,6 @@ const struct simulator ib_simulator = {
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_DAEMON,
 	.stage = ib_stage,
 	.daemon = ib_daemon,
+	.discard = ib_discard,
 	.ready = ib_ready,
 };
