@@ -16,8 +16,8 @@
  *   ib_client abuse SOCK CA                   garbage, oversize frames,
  *       malformed MADs, mid-request disconnects, a client that never reads
  *   ib_client netlink SOCK                    NLDEV GET dump + GET_CHARDEV
- *   ib_client rtt SOCK CA COUNT               NodeInfo round trips: "rtt
- *       median_us mean_us"
+ *   ib_client rtt SOCK CA COUNT [LID]         NodeInfo round trips (hop 0, or
+ *       LID-routed): "rtt median_us N mean_us M"
  *   ib_client echo-rtt COUNT                  the floor: a SEQPACKET echo
  *       round trip to another process
  * Exit 0 on success, 1 on a failed check (message on stderr), 2 on usage. */
@@ -780,14 +780,21 @@ static int cmd_rtt(int argc, char **argv)
 	uint64_t *t;
 	int fd;
 
+	int hops = 0;
+	uint16_t lid = 0;
+
 	if (argc < 2 || (n = atol(argv[1])) <= 0)
 		return 2;
+	if (argc > 2) {		/* LID-routed (to a remote CA: over the relay) */
+		hops = -1;
+		lid = (uint16_t)strtol(argv[2], NULL, 0);
+	}
 	fd = open_port((unsigned)atoi(argv[0]));
 	t = calloc((size_t)n, sizeof(*t));
 	for (long i = 0; i < n; i++) {
 		uint64_t t0 = now_us();
 
-		if (!smp_nodeinfo(fd, path, 0, 0, &ni))
+		if (!smp_nodeinfo(fd, path, hops, lid, &ni))
 			die("NodeInfo timed out");
 		t[i] = now_us() - t0;
 	}

@@ -151,6 +151,8 @@ void mib_session_close(struct mib_session *s, const char *why);
 void mib_sessions_reap(struct mockib *d);
 void mib_sessions_close_all(struct mockib *d);
 int mib_session_ca(struct mib_session *s);	/* fabric index of its CA, -1 */
+/* One frame a client sent (the hello, a control frame, a MAD or netlink). */
+void mib_session_input(struct mib_session *s, const uint8_t *buf, size_t len);
 
 /* mockib_mad.c: MAD dispatch, agents, pending requests */
 void mib_mad_from_session(struct mib_session *s, const uint8_t *buf, size_t len);

@@ -243,7 +243,7 @@ static void on_ctl(struct mib_session *s, const struct mockib_ctl *c)
 	}
 }
 
-static void on_frame(struct mib_session *s, const uint8_t *buf, size_t len)
+void mib_session_input(struct mib_session *s, const uint8_t *buf, size_t len)
 {
 	if (!s->hello) {
 		on_hello(s, buf, len);
@@ -305,7 +305,7 @@ static void on_session(struct mockib *d, struct mib_watch *w, uint32_t events)
 				 (unsigned long long)s->id, s->pid, MIB_IN_MAX);
 			continue;
 		}
-		on_frame(s, buf, (size_t)n);
+		mib_session_input(s, buf, (size_t)n);
 	}
 }
 

@@ -1,0 +1,131 @@
+#!/bin/bash
+# Benchmark (a report, never a pass/fail test) of mock-ib, inside a private
+# mount + network namespace (loopback relay):
+#  - MAD round trip: COUNT NodeInfo SMPs through the daemon (hop 0, a local
+#    LID, a remote LID over the TCP relay), each as a ratio to the floor:
+#    a SEQPACKET echo round trip between two processes, same run;
+#  - fabric discovery: the unmodified ibnetdiscover (through the shims, on
+#    node 1's staged tree) over rail-optimised 2-level fat trees of
+#    MEMBERS x HCAS CAs (default 2 4 8 16 members x 32 HCAs: 64 .. 512
+#    CAs, as the issue asks), median of RUNS, with the MADs it
+#    sent (node 1's counter), the time per MAD, and the ratio of the time
+#    per MAD to the echo floor; ib_client's own DR walk when the shims or
+#    the ib worker are not built.
+# libibumad lists at most 32 CAs and umad0..63 when it picks the default
+# port, so members carry 32 HCAs and the fabric grows by members.
+# Needs root (namespaces).  Environment: COUNT (5000), RUNS (3), SIZES
+# ("2 4 8 16" members), HCAS (32), LEAF_PORTS (32), SPINES (2).
+if [ -z "${MOKKA_IB_BENCH_INNER:-}" ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for the namespaces"; exit 77; }
+	MOKKA_IB_BENCH_INNER=1 exec unshare -m -n --propagation private bash "$0" "$@"
+fi
+. "$(dirname "$0")/../lib.sh"
+COUNT=${COUNT:-5000}
+RUNS=${RUNS:-3}
+SIZES=${SIZES:-2 4 8 16}
+HCAS=${HCAS:-32}
+LEAF_PORTS=${LEAF_PORTS:-32}
+SPINES=${SPINES:-2}
+C=$B/ib_client
+MIB=$B/mock-ib
+LIBS=$B/.libs
+[ -x "$MIB" ] && [ -x "$C" ] || die "mock-ib or ib_client not built"
+ip link set lo up
+declare -A MPID
+PIDS=
+
+median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
+
+profile() { # profile HCAS -> $T/pN.yaml
+	local f=$T/p$1.yaml
+	cp "$S/etc/profiles/h100.yaml" "$f"
+	printf '  hca_count: %d\n  fabric:\n    leaf_ports: %d\n    spines: %d\n' "$1" "$LEAF_PORTS" \
+		"$SPINES" >> "$f"
+	echo "$f"
+}
+root() { echo "$T/n$1"; }
+sock() { echo "$(root "$1")$R/run/mock-ib.sock"; }
+# start_nodes COUNT HCAS PORTBASE: COUNT members on 127.0.0.1, full mesh
+start_nodes() {
+	local m=$1 h=$2 base=$3 p i peers=
+	p=$(profile "$h")
+	for i in $(seq "$m"); do peers=$peers${peers:+,}127.0.0.1:$((base + i)); done
+	for i in $(seq "$m"); do
+		mkdir -p "$(root $i)/etc"
+		"$C" config --profile "$p" --node "node$(printf %03d $i)" --listen 127.0.0.1 \
+			--port $((base + i)) --peers "$peers" > "$(root $i)/etc/mock-ib.json" || die "config"
+		"$MIB" --config /etc/mock-ib.json --host-root "$(root $i)" > "$T/mib$i.log" 2>&1 &
+		MPID[$i]=$!
+	done
+	for i in $(seq "$m"); do
+		wait_for 60 grep -q "fabric: $m member(s)" "$T/mib$i.log" ||
+			die "node $i never saw $m members: $(tail -3 "$T/mib$i.log")"
+	done
+}
+stop_nodes() {
+	local i
+	for i in "${!MPID[@]}"; do
+		kill -TERM "${MPID[$i]}" 2>/dev/null && wait "${MPID[$i]}"
+	done
+	MPID=()
+}
+trap 'stop_nodes; cleanup' EXIT
+
+# ---- MAD round trips ----
+start_nodes 2 2 $((20000 + RANDOM % 20000))
+L_LOCAL=$(jq -r '.ib.hcas[1].lid' "$(root 1)/etc/mock-ib.json")
+L_REMOTE=$(jq -r '.ib.hcas[0].lid' "$(root 2)/etc/mock-ib.json")
+"$C" rtt "$(sock 1)" 0 200 > /dev/null	# warm up
+floor=$("$C" echo-rtt "$COUNT" | awk '{print $3}')
+hop0=$("$C" rtt "$(sock 1)" 0 "$COUNT" | awk '{print $3}')
+local_lid=$("$C" rtt "$(sock 1)" 0 "$COUNT" "$L_LOCAL" | awk '{print $3}')
+remote=$("$C" rtt "$(sock 1)" 0 "$COUNT" "$L_REMOTE" | awk '{print $3}')
+stop_nodes
+echo "bench: mock-ib MAD round trips, $COUNT each, medians, $(nproc) CPUs"
+awk -v f="$floor" -v a="$hop0" -v b="$local_lid" -v c="$remote" 'BEGIN{ if (f <= 0) f = 1
+	printf "bench:   floor (SEQPACKET echo to another process): %.1f us\n", f
+	printf "bench:   NodeInfo, directed route hop 0:          %.1f us = %.1f x floor\n", a, a / f
+	printf "bench:   NodeInfo, LID-routed, local CA:          %.1f us = %.1f x floor\n", b, b / f
+	printf "bench:   NodeInfo, LID-routed, remote CA (relay): %.1f us = %.1f x floor\n", c, c / f }'
+
+# ---- fabric discovery ----
+use_tools=
+if [ -f "$LIBS/libibmockumad.so" ] && [ -f "$LIBS/libibmocksys.so" ] && [ -f "$LIBS/libibmockverbs.so" ] &&
+	[ -x "$B/mokka-worker-ib" ] && command -v ibnetdiscover > /dev/null; then
+	use_tools=1
+	MOKKA_PKGLIBDIR=$LIBS "$B/mokka-worker-ib" --host-root "$(root 1)" --config "$(profile "$HCAS")" \
+		--node-name node001 stage > "$T/stage.log" 2>&1 || die "stage: $(tail -3 "$T/stage.log")"
+fi
+discover() { # one walk from node 1; prints the CA count
+	if [ -n "$use_tools" ]; then
+		MOCK_IB=full MOCK_IB_ROOT="$(root 1)$R/ib" MOCK_IB_SOCKET="$(sock 1)" \
+			LD_PRELOAD="$LIBS/libibmockumad.so:$LIBS/libibmockverbs.so:$LIBS/libibmocksys.so" \
+			ibnetdiscover > "$T/disc.out" 2> "$T/disc.err" || return 1
+		grep -c '^Ca' "$T/disc.out"
+	else
+		"$C" discover "$(sock 1)" 0 | awk '{print $2}'
+	fi
+}
+echo "bench: fabric discovery with $([ -n "$use_tools" ] && echo "ibnetdiscover (shims)" || echo "ib_client discover (no shims/worker built)"), median of $RUNS, leaf_ports $LEAF_PORTS, $SPINES spines"
+printf 'bench:   %7s %5s %5s %9s %8s %9s %s\n' members CAs sws "time ms" MADs "us/MAD" "per MAD vs floor"
+port=$((40000 + RANDOM % 20000))
+for m in $SIZES; do
+	port=$((port + 100))
+	start_nodes "$m" "$HCAS" "$port"
+	: > "$T/times"
+	for _ in $(seq "$RUNS"); do
+		a=$(ms_now)
+		n=$(discover) || die "discovery failed: $(head -3 "$T/disc.err")"
+		echo $(( $(ms_now) - a )) >> "$T/times"
+		[ "$n" = $((m * HCAS)) ] || die "walk found $n CAs, want $((m * HCAS))"
+	done
+	sws=$([ -n "$use_tools" ] && grep -c '^Switch' "$T/disc.out" || echo "?")
+	stop_nodes
+	mads=$(grep -o 'stopped: [0-9]* MADs in' "$T/mib1.log" | awk '{print $2}')
+	t=$(median < "$T/times")
+	awk -v m="$m" -v n=$((m * HCAS)) -v s="$sws" -v t="$t" -v k="${mads:-0}" -v r="$RUNS" -v f="$floor" 'BEGIN{
+		per = k / r; us = per > 0 ? t * 1000 / per : 0
+		printf "bench:   %7d %5d %5s %9d %8d %9.1f %.1f x\n", m, n, s, t, per, us, us / (f > 0 ? f : 1) }'
+done
+finish
