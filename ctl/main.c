@@ -39,7 +39,8 @@ static void usage(FILE *f)
 	      "  --overrides FILE  the document itself (default $MOCK_NVML_OVERRIDES, else\n"
 	      "                    the layout above)\n"
 	      "  --config FILE     the engine config (default $MOCK_NVML_CONFIG, else\n"
-	      "                    config.yaml beside the document)\n", f);
+	      "                    config.yaml beside the document)\n"
+	      "  --help, --version\n", f);
 }
 
 static const struct ctl_command *find_command(const char *name)
@@ -84,6 +85,10 @@ static int parse(int argc, char **argv, struct args *a)
 
 		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
 			usage(stdout);
+			return 1;
+		}
+		if (!strcmp(arg, "--version")) {
+			printf("mokka-ctl %s\n", MOKKA_VERSION);
 			return 1;
 		}
 		/* Anything not "--x" is the command or an argument ("-5" too). */

@@ -20,6 +20,7 @@ static const char usage[] =
 	"  --host-root DIR     root that host paths live under (default /)\n"
 	"  --log-level LEVEL   error|warn|info|debug (default info)\n"
 	"  --log-format FMT    text|json (default text)\n"
+	"  --help, --version\n"
 	"Signals: SIGHUP re-reads FILE (sessions kept, fabric rebuilt); SIGTERM/SIGINT exit 0.\n";
 
 static void cleanup(struct mockib *d)
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct mockib d;
@@ -106,6 +108,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage, stdout);
+			return 0;
+		case 'V':
+			printf("mock-ib %s\n", MOKKA_VERSION);
 			return 0;
 		default:
 			fputs(usage, stderr);

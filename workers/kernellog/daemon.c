@@ -263,7 +263,11 @@ static void tick(struct kl *k)
 static const char usage[] =
 	"Usage: mokka-kernellog --mock-root PATH [--host-root DIR] [--kernel-log PATH]\n"
 	"Announces the Xids injected through the overrides document on the kernel log\n"
-	"(default /dev/kmsg, a real path, not under the host root).\n";
+	"(default /dev/kmsg, a real path, not under the host root).\n\n"
+	"  --mock-root PATH    host path of the mock tree (the overrides document's)\n"
+	"  --host-root DIR     root that host paths live under (default /)\n"
+	"  --kernel-log PATH   where announcements go (default /dev/kmsg)\n"
+	"  --help, --version\n";
 
 int main(int argc, char **argv)
 {
@@ -286,6 +290,9 @@ int main(int argc, char **argv)
 			k.kernel_log = argv[++i];
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("mokka-kernellog %s\n", MOKKA_VERSION);
 			return 0;
 		} else {
 			fputs(usage, stderr);
