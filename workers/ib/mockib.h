@@ -55,6 +55,8 @@ struct mib_session {
 	bool hello;			/* hello received */
 	bool dead;			/* closed; freed after the event batch */
 	uint32_t kind, index, pid;
+	int ca;				/* fabric index of its CA, cached for */
+	uint64_t ca_gen;		/* this fabric generation (0 = none) */
 	size_t hdr_len;			/* 56 until ENABLE_PKEY, then 64 */
 	int npending;
 	struct mib_agent agents[MIB_MAX_AGENTS];
@@ -102,6 +104,7 @@ struct mockib {
 
 	int epfd;
 	struct mib_watch sig_w, timer_w, listen_w;
+	bool listen_paused;		/* out of fds: accept again later */
 	char sock_path[PATH_MAX * 2];	/* host_root + ib->socket */
 	struct mib_session *sessions;
 	int nsessions;
@@ -146,6 +149,7 @@ const char *mib_ca_owner(const struct mockib *d, int ca);	/* node name */
 /* mockib_session.c */
 int mib_listen_open(struct mockib *d);
 void mib_listen_close(struct mockib *d);
+void mib_listen_resume(struct mockib *d);	/* after EMFILE, once fds are free */
 void mib_session_send(struct mib_session *s, const void *buf, size_t len);
 void mib_session_close(struct mib_session *s, const char *why);
 void mib_sessions_reap(struct mockib *d);

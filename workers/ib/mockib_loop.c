@@ -74,6 +74,7 @@ static void on_timer(struct mockib *d, struct mib_watch *w, uint32_t events)
 	mib_pending_expire(d, now);
 	if (now >= d->next_tick) {
 		d->next_tick = now + TICK_MS;
+		mib_listen_resume(d);
 		mib_relay_tick(d, now);
 	}
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ipc/log.h"
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
 	enum log_format fmt = LOG_FMT_TEXT;
 	const char *conf = NULL;
 	char err[512];
+	struct rlimit rl;
 	int o, rc;
 
 	prctl(PR_SET_NAME, "mock-ib");
@@ -122,6 +124,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_setup("mock-ib", lvl, fmt);
+	/* One fd per emulated umad/netlink fd of every client process. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	snprintf(d.conf_path, sizeof(d.conf_path), "%s", conf);
 	if (!(d.ib = calloc(1, sizeof(*d.ib)))) {
 		log_error("out of memory");

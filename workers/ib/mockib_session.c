@@ -53,8 +53,13 @@ int mib_session_ca(struct mib_session *s)
 
 	if (!s->d->fab_ok || s->kind == MOCKIB_KIND_NETLINK)
 		return -1;
-	snprintf(name, sizeof(name), "mlx5_%u", s->index);
-	return ib_fabric_local_ca(&s->d->fab, name);
+	/* A lookup by name per MAD would be linear in the fabric's CAs. */
+	if (s->ca_gen != s->d->fab_gen) {
+		snprintf(name, sizeof(name), "mlx5_%u", s->index);
+		s->ca = ib_fabric_local_ca(&s->d->fab, name);
+		s->ca_gen = s->d->fab_gen;
+	}
+	return s->ca;
 }
 
 void mib_session_close(struct mib_session *s, const char *why)
@@ -92,6 +97,7 @@ void mib_sessions_reap(struct mockib *d)
 			*pp = s->next;
 			d->nsessions--;
 			session_free(s);
+			mib_listen_resume(d);
 		} else {
 			pp = &s->next;
 		}
@@ -317,8 +323,16 @@ static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 		struct mib_session *s;
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			if (errno == EMFILE || errno == ENFILE) {
+				/* The listener stays readable: stop watching it until
+				 * a session closes (or the next tick), or epoll spins. */
+				log_warn("accept on %s: %s; %d sessions open, pausing accepts",
+					 d->sock_path, strerror(errno), d->nsessions);
+				mib_watch_mod(d, &d->listen_w, 0);
+				d->listen_paused = true;
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 				log_warn("accept on %s: %s", d->sock_path, strerror(errno));
+			}
 			return;
 		}
 		if (d->nsessions >= MIB_MAX_SESSIONS || !(s = calloc(1, sizeof(*s)))) {
@@ -389,6 +403,14 @@ int mib_listen_open(struct mockib *d)
 	return 0;
 }
 
+void mib_listen_resume(struct mockib *d)
+{
+	if (!d->listen_paused || d->listen_w.fd < 0)
+		return;
+	d->listen_paused = false;
+	mib_watch_mod(d, &d->listen_w, EPOLLIN);
+}
+
 void mib_listen_close(struct mockib *d)
 {
 	if (d->listen_w.fd < 0)
@@ -396,6 +418,7 @@ void mib_listen_close(struct mockib *d)
 	mib_watch_del(d, &d->listen_w);
 	close(d->listen_w.fd);
 	d->listen_w.fd = -1;
+	d->listen_paused = false;
 	if (unlink(d->sock_path) < 0 && errno != ENOENT)
 		log_warn("%s: unlink: %s", d->sock_path, strerror(errno));
 }
