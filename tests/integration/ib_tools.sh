@@ -135,7 +135,7 @@ CONF=$R/ib/mock-ib.json
 
 "$B/mock-ib" --config "$CONF" --host-root "$ROOT" > "$T/mock-ib.log" 2>&1 &
 MIB=$!
-trap 'kill -TERM $MIB 2>/dev/null; wait $MIB 2>/dev/null; cleanup' EXIT
+trap '[ -n "$MIB" ] && kill -TERM $MIB 2>/dev/null && wait $MIB 2>/dev/null; cleanup' EXIT
 SOCK=$ROOT$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ib"]["socket"])' "$ROOT$CONF")
 wait_for 10 test -S "$SOCK" || die "mock-ib did not create $SOCK: $(cat "$T/mock-ib.log")"
 
@@ -550,5 +550,6 @@ check_mode shims
 check_mode overlay
 check "mock-ib still running (same PID) after both modes" kill -0 $MIB
 kill -TERM $MIB; wait $MIB; rc=$?
+MIB=
 check "mock-ib exits 0 on SIGTERM (got $rc)" [ $rc -eq 0 ]
 finish
