@@ -99,6 +99,12 @@ int options_imex_defaults(struct options *o)
 	o->imex_archive = "";
 	o->imex_checksums = "";
 	o->kernel_log = "/dev/kmsg";
+	/* gpudriver's own override of the nvidia-caps major, so that both
+	 * agree when IMEX is turned on without IMEX_CAPS_MAJOR. */
+	if (getenv("MOKKA_NVIDIA_CAPS_MAJOR") && *getenv("MOKKA_NVIDIA_CAPS_MAJOR") &&
+	    set(o, OPT_IMEX_CAPS_MAJOR, "$MOKKA_NVIDIA_CAPS_MAJOR",
+		getenv("MOKKA_NVIDIA_CAPS_MAJOR")) < 0)
+		return -EINVAL;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *v = getenv(names[i].env);
 		char what[64];

@@ -34,6 +34,10 @@ static const int caps_cri[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
 static const int caps_ib[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
 			       CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD, -1 };
 
+/* imex makes the channel devices. */
+static const int caps_imex[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+				 CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD, -1 };
+
 static const struct sim_def sim_table[] = {
 	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY, caps_files },
 	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM, caps_files },
@@ -42,6 +46,7 @@ static const struct sim_def sim_table[] = {
 	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON, caps_ib },
 	{ "kernellog", "mokka-worker-kernellog", ROLE_SIM | ROLE_DAEMON | ROLE_RELOAD_OVERRIDES,
 	  caps_files },
+	{ "imex", "mokka-worker-imex", ROLE_SIM, caps_imex },
 	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST, caps_cri },
 };
 

@@ -58,8 +58,19 @@ static int compile_cli(struct worker *w, const char *config, const char *topolog
 	size_t plen = 0, tlen = 0;
 	struct compile_opts o = { .node_name = node,
 				  .nvidia_smi_src = options_find_nvidia_smi(NULL) };
+	struct options env = { 0 };
 	int r;
 
+	/* The environment the supervisor would read (IMEX_*, MOCK_NVML_KMSG). */
+	if ((r = options_imex_defaults(&env)) < 0)
+		return r;
+	o.imex_enabled = env.imex_enabled;
+	o.imex_channel_count = env.imex_channel_count;
+	o.imex_channel_major = env.imex_channel_major;
+	o.imex_caps_major = env.imex_caps_major;
+	o.imex_archive = env.imex_archive;
+	o.imex_checksums = env.imex_checksums;
+	o.kernel_log = env.kernel_log;
 	if (config && (r = source_read_file(config, &prof, &plen, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return r;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ipc/log.h"
 #include "workers/gpudriver/gpudriver.h"
@@ -100,6 +101,31 @@ int gd_conf_load(struct gd_conf *c, struct sim_errors *errs)
 	return 0;
 }
 
+int gd_conf_for_state(struct gd_conf *c, const struct state *s, const char *host_root,
+		      struct sim_errors *errs)
+{
+	char src[sizeof(c->proc_devices_src)];
+
+	if (s->imex.enabled) {
+		if (s->imex.caps_major < 1 || s->imex.caps_major > GD_MAX_MAJOR ||
+		    s->imex.caps_major == GD_NVIDIA_MAJOR ||
+		    (unsigned)s->imex.caps_major == c->uvm_major ||
+		    (unsigned)s->imex.channel_major == c->uvm_major) {
+			sim_error(errs, "config", "IMEX majors %d (channels) and %d (caps) must be "
+				  "1..%d and differ from nvidia (%d) and nvidia-uvm (%u)",
+				  s->imex.channel_major, s->imex.caps_major, GD_MAX_MAJOR,
+				  GD_NVIDIA_MAJOR, c->uvm_major);
+			return -EINVAL;
+		}
+		c->caps_major = (unsigned)s->imex.caps_major;
+	}
+	if (host_root && host_root[0] &&
+	    snprintf(src, sizeof(src), "%s/proc/devices", host_root) < (int)sizeof(src) &&
+	    access(src, R_OK) == 0)
+		memcpy(c->proc_devices_src, src, sizeof(src));
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	gd_stage_fn *fn;
@@ -119,7 +145,8 @@ static int gd_stage(struct sim_ctx *ctx, const struct state *s, struct sim_error
 	struct gd_conf c;
 	int first = 0, r;
 
-	if ((r = gd_conf_load(&c, errs)) < 0)
+	if ((r = gd_conf_load(&c, errs)) < 0 ||
+	    (r = gd_conf_for_state(&c, s, ctx->host.root, errs)) < 0)
 		return r;
 	for (size_t i = 0; i < sizeof(surfaces) / sizeof(surfaces[0]); i++) {
 		int before = errs->n;

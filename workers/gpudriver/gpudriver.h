@@ -18,7 +18,8 @@
  * dynamic majors are configurable because a real kernel picks them at load
  * time: nvidia-uvm from $MOKKA_NVIDIA_UVM_MAJOR (default 510, what the
  * reference hard-codes), nvidia-caps from $MOKKA_NVIDIA_CAPS_MAJOR, else
- * $IMEX_CAPS_MAJOR (default 236, the IMEX surface's default, so both agree).
+ * $IMEX_CAPS_MAJOR (default 236, the IMEX surface's default, so both agree);
+ * with IMEX on, the state's IMEX caps major.
  * A major the running kernel already lists under another name is refused:
  * a node with that major would open someone else's device. */
 #ifndef MOKKA_WORKERS_GPUDRIVER_GPUDRIVER_H
@@ -59,6 +60,14 @@ struct gd_conf {
 
 /* 0, or -EINVAL with the offending variable in errs. */
 int gd_conf_load(struct gd_conf *c, struct sim_errors *errs);
+/* What the state and the host root decide on top: with IMEX on, the
+ * nvidia-caps major is IMEX's (SURFACES.md §3); the kernel's list is
+ * <host-root>/proc/devices when the host root has one, else /proc/devices. */
+int gd_conf_for_state(struct gd_conf *c, const struct state *s, const char *host_root,
+		      struct sim_errors *errs);
+/* R/driver/proc/devices' text (proc_devices.c), also R/imex/proc-devices. */
+int gd_proc_devices_render(const struct state *s, const struct gd_conf *c, char **out,
+			   size_t *len, struct sim_errors *errs);
 
 /* The nvidia-caps capabilities (SURFACES.md §11.3): node and procfs file
  * say the same minor and mode.  The mode is the real driver's unless
