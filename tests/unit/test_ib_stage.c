@@ -535,6 +535,17 @@ Test(ib_stage, bad_hca_name_is_refused)
 	expect_file(IBDEV0 "/node_type", "1: CA\n");
 }
 
+Test(ib_stage, unplaceable_hca_is_reported)
+{
+	st.ib.hcas[3].root = 99;
+	cr_expect_eq(stage_pass(), -EINVAL);
+	cr_assert_geq(errs.n, 1);
+	cr_expect_str_eq(errs.e[0].surface, "mlx5_3");
+	cr_expect_not_null(strstr(errs.e[0].message, "root 99: no such root complex"), "%s",
+			   errs.e[0].message);
+	expect_file(IBDEV0 "/node_type", "1: CA\n");
+}
+
 /* ---- convergence and idempotence ---- */
 
 static FILE *snap_out;

@@ -181,6 +181,15 @@ static void render_classes(struct ib_out *o, const char *sys)
 	}
 }
 
+/* pcibus's reason for not placing bdf (its errors name the BDF). */
+static const char *plan_reason(const struct sim_errors *scratch, const char *bdf)
+{
+	for (int i = 0; i < scratch->n; i++)
+		if (strstr(scratch->e[i].message, bdf) || strcmp(scratch->e[i].surface, bdf) == 0)
+			return scratch->e[i].message;
+	return "not planned";
+}
+
 /* A name that becomes a path component must be one. */
 static bool valid_hca(const struct state_hca *h)
 {
@@ -217,7 +226,7 @@ int ib_stage_sysfs(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 		if (!(c.f = pcibus_plan_find(plan, c.h->bus_id)) || !c.f->devpath[0]) {
 			ib_fail(&o, c.h->name, -EINVAL, "%s: PCI function %s has no place in the "
 				"PCI tree (%s)", c.h->name, c.h->bus_id,
-				scratch.n ? scratch.e[0].message : "not planned");
+				plan_reason(&scratch, c.h->bus_id));
 			continue;
 		}
 		snprintf(c.sys, sizeof(c.sys), "%s", sys);
