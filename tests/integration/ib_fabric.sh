@@ -101,6 +101,24 @@ done
 check "node1 logged three members joining" [ "$(grep -c 'joined the fabric' "$T/mib1.log")" -ge 3 ]
 check "each node found itself in the peers list" grep -q 'is this instance' "$T/mib2.log"
 
+# Garbage on the relay port (from node2's namespace): a zero length, an
+# oversize length, a REGISTER that is not JSON, a MAD before any REGISTER,
+# half a frame.  node1 closes those connections and keeps its fabric.
+relay_send() { # relay_send PRINTF-FORMAT [ZEROS]: one connection to node1's relay
+	{ printf "$1"; head -c "${2:-0}" /dev/zero; } > "$T/relay.bin"
+	ns 2 bash -c 'exec 3<>/dev/tcp/10.77.0.1/18515 && cat "$1" >&3 && sleep 0.3' _ "$T/relay.bin"
+}
+relay_send '\0\0\0\0'
+relay_send '\x7f\xff\xff\xff\x01'
+relay_send '\0\0\0\x06\x01hello'
+relay_send '\0\0\0\x7d\x02' 124
+relay_send '\0\0\x10\0\x01abc'
+check "node1 closed a zero/oversize frame length" \
+	[ "$(grep -c 'frame length 0 or over' "$T/mib1.log")" = 2 ]
+check "node1 refused a bad REGISTER" grep -q 'bad REGISTER: ib config: not valid JSON' "$T/mib1.log"
+check "node1 dropped a MAD before REGISTER" grep -q 'MAD before REGISTER; dropped' "$T/mib1.log"
+check "node1 still sees the whole fabric after relay garbage" all_see "$FULL" 1 2
+
 # Remote answers come from the owner.
 out=$("$C" nodeinfo "$(sock 1)" 0 "$(lid 3 1)")
 check "node1 reads node3/mlx5_1's NodeInfo by LID ($out)" \
