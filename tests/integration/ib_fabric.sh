@@ -149,10 +149,12 @@ check "a request to a stopped node times out with 110 ($out)" [ "${out% after*}"
 kill -CONT "${MPID[3]}"
 wait_for 15 all_see "$FULL" 1 2 4 3 || fail "the fabric did not recover after SIGCONT"
 
-# kill -9 mid-request: the pending request times out; the others drop node3.
+# kill -9 mid-request (node3 stopped first, so the request is surely still
+# in flight): the pending request times out; the others drop node3.
+kill -STOP "${MPID[3]}"
 "$C" timeout "$(sock 1)" 1 "$(lid 3 1)" 1500 0 > "$T/mid.out" 2>&1 &
 TPID=$!
-sleep 0.2
+sleep 0.3
 kill -KILL "${MPID[3]}"; wait "${MPID[3]}" 2>/dev/null; MPID[3]=
 wait "$TPID"
 check "a request in flight to a killed node times out with 110 ($(cat "$T/mid.out"))" \
