@@ -112,6 +112,7 @@ struct mockib {
 
 	struct mib_pending *pending;
 	int npending;
+	uint64_t next_req_id;		/* relay request ids (ANSWER/REPLY) */
 
 	/* The fabric and the member array it was built from. */
 	struct ib_fabric fab;

@@ -324,8 +324,6 @@ void mib_mad_answer_remote(struct mockib *d, const char *origin, uint64_t req_id
 /* ------------------------------------------------------------------ */
 /* MADs the clients send.                                              */
 
-static uint64_t next_req_id;
-
 void mib_mad_from_session(struct mib_session *s, const uint8_t *buf, size_t len)
 {
 	struct mockib *d = s->d;
@@ -373,7 +371,7 @@ void mib_mad_from_session(struct mib_session *s, const uint8_t *buf, size_t len)
 	case MAD_FORWARD:
 		if (r.target_ca < 0 || r.target_ca >= d->fab.ncas)
 			break;
-		req_id = ++next_req_id;
+		req_id = ++d->next_req_id;
 		if (track)
 			pending_add(s, &h, buf, len, me->hca->port_guid, req_id);
 		if (mib_relay_send_mad(d, mib_ca_owner(d, r.target_ca), MIB_RELAY_ANSWER, req_id,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -130,6 +131,9 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	snprintf(d.conf_path, sizeof(d.conf_path), "%s", conf);
+	/* Relay request ids differ from a previous run's, whose late replies
+	 * may still be on the way. */
+	d.next_req_id = (uint64_t)time(NULL) << 24;
 	if (!(d.ib = calloc(1, sizeof(*d.ib)))) {
 		log_error("out of memory");
 		return 1;
