@@ -75,7 +75,7 @@ check "unanswered request returns with status 110 after ~300 ms ($out)" \
 # --- a vendor-class server on mlx5_1, a client on mlx5_0
 "$C" serve "$SOCK" 1 srv-a.example > "$T/serve.out" 2>&1 &
 SRV=$!
-wait_for 5 grep -q serving "$T/serve.out" || fail "server did not start"
+wait_for 5 grep -qs serving "$T/serve.out" || fail "server did not start"
 out=$("$C" ping "$SOCK" 0 "$L1" 3 2>&1)
 check "three pings answered by the server agent ($out)" \
 	[ "$(echo "$out" | grep -c "^pong lid $L1 from srv-a.example$")" = 3 ]

@@ -134,7 +134,7 @@ check "node1 reaches node3/mlx5_0 by directed route over a spine ($out)" \
 # A vendor-class server on node4, a client on node2.
 "$C" serve "$(sock 4)" 0 node4-srv > "$T/serve.out" 2>&1 &
 SRV=$!
-wait_for 5 grep -q serving "$T/serve.out" || fail "server did not start"
+wait_for 5 grep -qs serving "$T/serve.out" || fail "server did not start"
 out=$("$C" ping "$(sock 2)" 1 "$(lid 4 0)" 3 2>&1)
 check "node2 pings node4's server agent 3 times ($out)" \
 	[ "$(echo "$out" | grep -c "^pong lid $(lid 4 0) from node4-srv$")" = 3 ]

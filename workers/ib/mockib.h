@@ -176,6 +176,17 @@ void mib_pending_expire(struct mockib *d, uint64_t now);
 void mib_pending_drop_session(struct mockib *d, struct mib_session *s);
 uint64_t mib_pending_next(const struct mockib *d);	/* earliest deadline, 0 = none */
 
+/* mockib_member.c: remote members (REGISTER bookkeeping) */
+/* An unchanged REGISTER from a known member: refresh it.  false = decode
+ * it and call mib_member_update. */
+bool mib_member_refresh(struct mockib *d, const char *node, const uint8_t *json, size_t len);
+/* Join or change (takes ib; rebuilds the fabric).  0 or -errno. */
+int mib_member_update(struct mockib *d, const char *node, struct state_ib *ib,
+		      const uint8_t *json, size_t len, const char *via);
+void mib_member_leave(struct mockib *d, const char *node, const char *why);
+void mib_members_expire(struct mockib *d, uint64_t now);	/* silent for 3 s */
+void mib_members_drop_all(struct mockib *d);	/* the caller rebuilds */
+
 /* mockib_relay.c */
 int mib_relay_start(struct mockib *d);
 void mib_relay_stop(struct mockib *d);

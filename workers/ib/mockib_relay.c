@@ -25,7 +25,6 @@
 #include "workers/ib/mockib_relay.h"
 
 #define RETRY_MS 1000
-#define MEMBER_TIMEOUT_MS 3000
 #define HELLO_TIMEOUT_MS 10000		/* an accepted socket must REGISTER */
 #define OUT_MAX (32u << 20)
 #define READ_CHUNK 65536
@@ -65,50 +64,19 @@ struct mib_relay {
 static void conn_close(struct mockib *d, struct mib_conn *c, const char *why, bool leave);
 
 /* ------------------------------------------------------------------ */
-/* Members.                                                            */
+/* REGISTER.                                                           */
 
-static struct mib_member *member_find(struct mockib *d, const char *node)
+/* Who is on the other end, and what it brings (mockib_member.c keeps it). */
+static void on_register(struct mockib *d, struct mib_conn *c, const uint8_t *json, size_t len)
 {
-	for (struct mib_member *m = d->members; m; m = m->next)
-		if (!strcmp(m->node, node))
-			return m;
-	return NULL;
-}
-
-static void member_remove(struct mockib *d, const char *node, const char *why)
-{
-	for (struct mib_member **pp = &d->members; *pp; pp = &(*pp)->next) {
-		struct mib_member *m = *pp;
-
-		if (strcmp(m->node, node))
-			continue;
-		*pp = m->next;
-		m->next = d->retired;
-		d->retired = m;
-		log_info("relay: member %s left the fabric (%s)", node, why);
-		mib_fabric_rebuild(d);
-		return;
-	}
-}
-
-/* A REGISTER from node: join, refresh, or change (then rebuild). */
-static void member_register(struct mockib *d, struct mib_conn *c, const uint8_t *json,
-			    size_t len)
-{
-	char node[STATE_NAME_MAX], err[256] = "";
+	char node[STATE_NAME_MAX] = "", err[256] = "";
 	struct state_ib *ib;
-	struct mib_member *m;
-	char *copy;
 
 	/* The common case, a periodic REGISTER with nothing new: no decode. */
-	if (c->remote[0] && (m = member_find(d, c->remote)) && m->json_len == len &&
-	    !memcmp(m->json, json, len)) {
-		m->last_heard = mib_now_ms();
+	if (c->remote[0] && mib_member_refresh(d, c->remote, json, len))
 		return;
-	}
 	if (!(ib = malloc(sizeof(*ib))))
 		return;
-	node[0] = '\0';
 	if (state_ib_decode((const char *)json, len, node, ib, err, sizeof(err)) < 0 || !node[0]) {
 		log_warn("relay: %s: bad REGISTER: %s; closing", c->addr,
 			 err[0] ? err : "empty node_name");
@@ -138,48 +106,7 @@ static void member_register(struct mockib *d, struct mib_conn *c, const uint8_t 
 		if (!c->outgoing)
 			mib_relay_announce(d);
 	}
-	m = member_find(d, node);
-	if (m && m->json_len == len && !memcmp(m->json, json, len)) {
-		m->last_heard = mib_now_ms();
-		free(ib);
-		return;
-	}
-	if (!(copy = malloc(len))) {
-		free(ib);
-		return;
-	}
-	memcpy(copy, json, len);
-	if (!m) {
-		if (!(m = calloc(1, sizeof(*m)))) {
-			free(ib);
-			free(copy);
-			return;
-		}
-		snprintf(m->node, sizeof(m->node), "%s", node);
-		m->next = d->members;
-		d->members = m;
-		log_info("relay: member %s joined the fabric (%d HCA(s), via %s)", node,
-			 ib->enabled ? ib->num_hcas : 0, c->addr);
-	} else {
-		/* The old state stays alive (retired) until the rebuild is done. */
-		struct mib_member *old = calloc(1, sizeof(*old));
-
-		if (!old) {
-			free(ib);
-			free(copy);
-			return;
-		}
-		old->ib = m->ib;
-		old->json = m->json;
-		old->next = d->retired;
-		d->retired = old;
-		log_info("relay: member %s changed; rebuilding the fabric", node);
-	}
-	m->ib = ib;
-	m->json = copy;
-	m->json_len = len;
-	m->last_heard = mib_now_ms();
-	mib_fabric_rebuild(d);
+	mib_member_update(d, node, ib, json, len, c->addr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -323,7 +250,7 @@ static void on_frame(struct mockib *d, struct mib_conn *c, uint8_t type, const u
 {
 	switch (type) {
 	case MIB_RELAY_REGISTER:
-		member_register(d, c, p, len);
+		on_register(d, c, p, len);
 		break;
 	case MIB_RELAY_ANSWER:
 	case MIB_RELAY_DELIVER:
@@ -427,7 +354,7 @@ static void conn_close(struct mockib *d, struct mib_conn *c, const char *why, bo
 	for (struct mib_conn *o = r->conns; o; o = o->next)
 		if (!o->dead && !strcmp(o->remote, c->remote))
 			return;		/* still reachable another way */
-	member_remove(d, c->remote, "its connection closed");
+	mib_member_leave(d, c->remote, "its connection closed");
 }
 
 static void on_conn(struct mockib *d, struct mib_watch *w, uint32_t events)
@@ -660,13 +587,7 @@ void mib_relay_stop(struct mockib *d)
 	r->peers = NULL;
 	r->npeers = 0;
 	/* The members go with their connections; the caller rebuilds. */
-	while (d->members) {
-		struct mib_member *m = d->members;
-
-		d->members = m->next;
-		m->next = d->retired;
-		d->retired = m;
-	}
+	mib_members_drop_all(d);
 }
 
 void mib_relay_reap(struct mockib *d)
@@ -694,7 +615,6 @@ void mib_relay_free(struct mockib *d)
 void mib_relay_tick(struct mockib *d, uint64_t now)
 {
 	struct mib_relay *r = d->relay;
-	struct mib_member *m, *next;
 
 	if (!r)
 		return;
@@ -720,11 +640,7 @@ void mib_relay_tick(struct mockib *d, uint64_t now)
 		}
 		send_register(d, c);
 	}
-	for (m = d->members; m; m = next) {
-		next = m->next;
-		if (now - m->last_heard > MEMBER_TIMEOUT_MS)
-			member_remove(d, m->node, "silent for 3 s");
-	}
+	mib_members_expire(d, now);
 	for (int i = 0; i < r->npeers; i++)
 		if (!r->peers[i].conn && !r->peers[i].self && now >= r->peers[i].next_try)
 			peer_connect(d, i);
