@@ -619,3 +619,82 @@ Test(cri, stand_aside_when_off)
 	snprintf(st.cri.runtime, sizeof(st.cri.runtime), "none");
 	stands_aside(NULL);
 }
+
+/* ---- the flags, compiled into state.cri ---- */
+
+#include "supervisor/compile.h"
+#include "supervisor/options.h"
+
+Test(cri, flags_parse_and_compile)
+{
+	char *argv[] = { "mokka-supervisor", "--container-runtime", "none",
+			 "--container-runtime-restart", "none",
+			 "--container-runtime-config", "/etc/k/containerd.toml",
+			 "--container-runtime-config-dir", "/etc/k/d",
+			 "--container-runtime-systemd-unit", "k-containerd.service",
+			 "--nri-plugin", "--nri-socket", "/run/nri/x.sock", NULL };
+	struct options o;
+	struct state s;
+	char err[512];
+
+	cr_assert_eq(options_parse(14, argv, &o), 0);
+	cr_assert_str_eq(o.cri_runtime, "none");
+	cr_assert_str_eq(o.cri_config_dir, "/etc/k/d");
+	cr_assert(o.cri_nri);
+	struct compile_opts co = { .cri_runtime = o.cri_runtime, .cri_restart = o.cri_restart,
+				   .cri_config = o.cri_config, .cri_config_dir = o.cri_config_dir,
+				   .cri_unit = o.cri_unit, .cri_nri = o.cri_nri,
+				   .cri_nri_socket = o.cri_nri_socket };
+	state_init(&s);
+	cr_assert_eq(compile_profile("<built-in>", compile_default_profile,
+				     compile_default_profile_len, NULL, NULL, 0, &co, &s, err,
+				     sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(s.cri.runtime, "none");
+	cr_assert_str_eq(s.cri.restart, "none");
+	cr_assert_str_eq(s.cri.config, "/etc/k/containerd.toml");
+	cr_assert_str_eq(s.cri.systemd_unit, "k-containerd.service");
+	cr_assert_str_eq(s.cri.nri_socket, "/run/nri/x.sock");
+	cr_assert(s.cri.nri);
+	state_free(&s);
+	/* defaults */
+	struct compile_opts none = { 0 };
+	state_init(&s);
+	cr_assert_eq(compile_profile("<built-in>", compile_default_profile,
+				     compile_default_profile_len, NULL, NULL, 0, &none, &s, err,
+				     sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(s.cri.runtime, "containerd");
+	cr_assert_str_eq(s.cri.restart, "systemd");
+	cr_assert_str_eq(s.cri.config, "/etc/containerd/config.toml");
+	cr_assert_str_eq(s.cri.config_dir, "/etc/containerd/conf.d");
+	cr_assert_str_eq(s.cri.systemd_unit, "containerd.service");
+	cr_assert_str_eq(s.cri.nri_socket, "/var/run/nri/nri.sock");
+	cr_assert(!s.cri.nri);
+	state_free(&s);
+}
+
+Test(cri, flags_refused)
+{
+	static const struct {
+		struct compile_opts o;
+		const char *why;
+	} bad[] = {
+		{ { .cri_runtime = "docker" }, "--container-runtime: 'docker' want containerd or none" },
+		{ { .cri_restart = "always" }, "want systemd or none" },
+		{ { .cri_config = "config.toml" }, "--container-runtime-config: 'config.toml' must be an absolute path" },
+		{ { .cri_config_dir = "/etc/containerd/../x" }, "must not contain '..'" },
+		{ { .cri_config_dir = "/etc/other" }, "must lie under the config file's directory" },
+		{ { .cri_config_dir = "/etc/containerdX" }, "must lie under the config file's directory" },
+		{ { .cri_unit = "bad unit" }, "is not a systemd unit name" },
+		{ { .cri_config = "/etc/containerd/*.toml" }, "glob characters" },
+	};
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(compile_cri_flags(&bad[i].o, err, sizeof(err)), -EINVAL, "%s", bad[i].why);
+		cr_assert(strstr(err, bad[i].why), "'%s' lacks '%s'", err, bad[i].why);
+	}
+	struct compile_opts ok = { .cri_config = "/c.toml", .cri_config_dir = "/anywhere" };
+	cr_assert_eq(compile_cri_flags(&ok, err, sizeof(err)), 0, "config in /: all is under it");
+	struct compile_opts same = { .cri_config_dir = "/etc/containerd" };
+	cr_assert_eq(compile_cri_flags(&same, err, sizeof(err)), 0, "the config's own dir: %s", err);
+}

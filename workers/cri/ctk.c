@@ -16,7 +16,7 @@
 #include "workers/manifest.h"
 
 #define CTK "/usr/bin/nvidia-ctk"
-#define CTK_TIMEOUT_MS 30000
+#define CTK_TIMEOUT_MS 10000	/* with the restart, inside the 30 s Apply deadline */
 
 bool cri_ctk_available(const struct host *h)
 {

@@ -18,7 +18,7 @@
 #include "workers/cri/cri.h"
 
 #define CLEAN_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
-#define RESTART_TIMEOUT_MS 20000
+#define RESTART_TIMEOUT_MS 15000	/* with nvidia-ctk, inside the 30 s Apply deadline */
 
 static const char *const path_dirs[] = {
 	"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
