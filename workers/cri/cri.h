@@ -5,7 +5,7 @@
  *                 host-root prefix); Stage withdraws, Apply publishes
  *   containerd.c  the drop-in conf.d/50-mokka.toml and the imports entry in
  *                 config.toml, rendered and validated in memory
- *   toml.c        the TOML parser/writer both use
+ *   toml_*.c      the TOML parser/writer both use
  *   toolkit.c     NVIDIA Container Toolkit binaries, runtime config, links
  *   setup.c       the stand-aside rules, writing the containerd files
  *   ctk.c         nvidia-ctk runtime configure, when our toolkit brings it

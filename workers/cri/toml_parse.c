@@ -1,4 +1,4 @@
-/* TOML parser (a tree with source spans) and writer; see toml.h. */
+/* The TOML parser: text -> tree with source spans (see toml.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -6,205 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/cri/toml.h"
+#include "workers/cri/toml_internal.h"
 
 #define MAX_KEY_PARTS 64
-
-struct sb {
-	char *b;
-	size_t n, cap;
-	bool oom, too_deep;
-};
-
-static void sb_putn(struct sb *s, const char *p, size_t n)
-{
-	if (s->oom)
-		return;
-	if (s->n + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 64;
-		while (cap < s->n + n + 1)
-			cap *= 2;
-		char *b = realloc(s->b, cap);
-		if (!b) {
-			s->oom = true;
-			return;
-		}
-		s->b = b;
-		s->cap = cap;
-	}
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-	s->b[s->n] = '\0';
-}
-
-static void sb_puts(struct sb *s, const char *p)
-{
-	sb_putn(s, p, strlen(p));
-}
-
-static void sb_putc(struct sb *s, char c)
-{
-	sb_putn(s, &c, 1);
-}
-
-static void sb_printf(struct sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sb *s, const char *fmt, ...)
-{
-	char buf[64];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		sb_putn(s, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
-/* ------------------------------------------------------------------ */
-/* Nodes.                                                              */
-
-struct toml_node *toml_new(enum toml_kind kind, const char *key)
-{
-	struct toml_node *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->kind = kind;
-	if (key && !(n->key = strdup(key))) {
-		free(n);
-		return NULL;
-	}
-	return n;
-}
-
-void toml_free(struct toml_node *n)
-{
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->n; i++)
-		toml_free(n->kids[i]);
-	free(n->kids);
-	free(n->key);
-	free(n->str);
-	free(n);
-}
-
-void toml_doc_free(struct toml_doc *doc)
-{
-	toml_free(doc->root);
-	doc->root = NULL;
-}
-
-static int add_kid(struct toml_node *t, struct toml_node *kid)
-{
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4;
-		struct toml_node **k = realloc(t->kids, cap * sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		t->kids = k;
-		t->cap = cap;
-	}
-	t->kids[t->n++] = kid;
-	return 0;
-}
-
-struct toml_node *toml_get(const struct toml_node *t, const char *key)
-{
-	if (!t || t->kind != TOML_TABLE)
-		return NULL;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->kids[i]->key && strcmp(t->kids[i]->key, key) == 0)
-			return t->kids[i];
-	return NULL;
-}
-
-struct toml_node *toml_getv(const struct toml_node *t, const char *const keys[])
-{
-	struct toml_node *n = (struct toml_node *)t;
-
-	for (int i = 0; n && keys[i]; i++)
-		n = toml_get(n, keys[i]);
-	return n;
-}
-
-struct toml_node *toml_new_string(const char *key, const char *value)
-{
-	struct toml_node *n = toml_new(TOML_STRING, key);
-
-	if (n && !(n->str = strdup(value))) {
-		toml_free(n);
-		return NULL;
-	}
-	return n;
-}
-
-struct toml_node *toml_new_bool(const char *key, bool value)
-{
-	struct toml_node *n = toml_new(TOML_BOOL, key);
-
-	if (n)
-		n->boolean = value;
-	return n;
-}
-
-struct toml_node *toml_clone(const struct toml_node *src, const char *key)
-{
-	struct toml_node *n = toml_new(src->kind, key);
-
-	if (!n)
-		return NULL;
-	n->num = src->num;
-	n->boolean = src->boolean;
-	n->flags = src->flags;
-	n->line = src->line;
-	n->col = src->col;
-	if (src->str && !(n->str = strdup(src->str)))
-		goto oom;
-	for (size_t i = 0; i < src->n; i++) {
-		struct toml_node *k = toml_clone(src->kids[i], src->kids[i]->key);
-		if (!k || add_kid(n, k) < 0) {
-			toml_free(k);
-			goto oom;
-		}
-	}
-	return n;
-oom:
-	toml_free(n);
-	return NULL;
-}
-
-int toml_put(struct toml_node *t, struct toml_node *kid)
-{
-	if (t->kind == TOML_TABLE && kid->key) {
-		for (size_t i = 0; i < t->n; i++)
-			if (t->kids[i]->key && strcmp(t->kids[i]->key, kid->key) == 0) {
-				toml_free(t->kids[i]);
-				t->kids[i] = kid;
-				return 0;
-			}
-	}
-	return add_kid(t, kid);
-}
-
-struct toml_node *toml_table(struct toml_node *t, const char *key)
-{
-	struct toml_node *n = toml_get(t, key);
-
-	if (n && n->kind == TOML_TABLE)
-		return n;
-	if (!(n = toml_new(TOML_TABLE, key)))
-		return NULL;
-	if (toml_put(t, n) < 0) {
-		toml_free(n);
-		return NULL;
-	}
-	return n;
-}
-
-/* ------------------------------------------------------------------ */
-/* Parser.                                                             */
 
 struct parser {
 	const char *s;
@@ -365,22 +169,22 @@ static void put_utf8(struct sb *b, unsigned long cp)
 	char u[4];
 
 	if (cp < 0x80) {
-		sb_putc(b, (char)cp);
+		toml_sb_putc(b, (char)cp);
 	} else if (cp < 0x800) {
 		u[0] = (char)(0xc0 | cp >> 6);
 		u[1] = (char)(0x80 | (cp & 0x3f));
-		sb_putn(b, u, 2);
+		toml_sb_putn(b, u, 2);
 	} else if (cp < 0x10000) {
 		u[0] = (char)(0xe0 | cp >> 12);
 		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		u[2] = (char)(0x80 | (cp & 0x3f));
-		sb_putn(b, u, 3);
+		toml_sb_putn(b, u, 3);
 	} else {
 		u[0] = (char)(0xf0 | cp >> 18);
 		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
 		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		u[3] = (char)(0x80 | (cp & 0x3f));
-		sb_putn(b, u, 4);
+		toml_sb_putn(b, u, 4);
 	}
 }
 
@@ -393,7 +197,7 @@ static int escape(struct parser *p, struct sb *b)
 	take(p);	/* the backslash */
 	c = peek(p);
 	if (c > 0 && (e = strchr(from, c))) {
-		sb_putc(b, to[e - from]);
+		toml_sb_putc(b, to[e - from]);
 		take(p);
 		return 0;
 	}
@@ -440,7 +244,7 @@ static int string(struct parser *p, bool multi, struct sb *b)
 				while (extra < 2 && peek_at(p, 3 + (size_t)extra) == q)
 					extra++;
 				for (int i = 0; i < extra; i++)
-					sb_putc(b, q);
+					toml_sb_putc(b, q);
 				for (int i = 0; i < 3 + extra; i++)
 					take(p);
 				return b->oom ? -ENOMEM : 0;
@@ -463,7 +267,7 @@ static int string(struct parser *p, bool multi, struct sb *b)
 					return r;
 				continue;
 			}
-			sb_putc(b, p->s[p->pos]);
+			toml_sb_putc(b, p->s[p->pos]);
 			take(p);
 		}
 	}
@@ -482,15 +286,9 @@ static int string(struct parser *p, bool multi, struct sb *b)
 				return r;
 			continue;
 		}
-		sb_putc(b, (char)c);
+		toml_sb_putc(b, (char)c);
 		take(p);
 	}
-}
-
-static bool bare_char(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '-';
 }
 
 struct key {
@@ -522,12 +320,12 @@ static int key(struct parser *p, struct key *k)
 				return r;
 			}
 			if (!b.b)
-				sb_puts(&b, "");
-		} else if (bare_char(c)) {
+				toml_sb_puts(&b, "");
+		} else if (toml_bare_char(c)) {
 			size_t s = p->pos;
-			while (bare_char(peek(p)))
+			while (toml_bare_char(peek(p)))
 				take(p);
-			sb_putn(&b, p->s + s, p->pos - s);
+			toml_sb_putn(&b, p->s + s, p->pos - s);
 		} else {
 			return fail(p, "expected a key");
 		}
@@ -606,7 +404,7 @@ static int number(struct parser *p, struct toml_node *n)
 	const char *t = p->s + s;
 	char buf[128];
 
-	while (bare_char(peek(p)) || peek(p) == '.' || peek(p) == '+' || peek(p) == ':' ||
+	while (toml_bare_char(peek(p)) || peek(p) == '.' || peek(p) == '+' || peek(p) == ':' ||
 	       /* "1979-05-27 07:32:00": a space between date and time */
 	       (peek(p) == ' ' && p->pos - s == 10 && looks_datetime(t, 10) &&
 		peek_at(p, 1) >= '0' && peek_at(p, 1) <= '9'))
@@ -713,7 +511,7 @@ static int array(struct parser *p, struct toml_node *n)
 			return fail_at(p, n->start, "unclosed array");
 		if ((r = value(p, &v)) < 0)
 			return r;
-		if (add_kid(n, v) < 0) {
+		if (toml_add_kid(n, v) < 0) {
 			toml_free(v);
 			return -ENOMEM;
 		}
@@ -800,7 +598,7 @@ static int value(struct parser *p, struct toml_node **out)
 		struct sb b = { 0 };
 		r = string(p, true, &b);
 		if (r == 0 && !b.b)
-			sb_puts(&b, "");
+			toml_sb_puts(&b, "");
 		if (r == 0 && b.oom)
 			r = -ENOMEM;
 		n->str = b.b;
@@ -812,12 +610,12 @@ static int value(struct parser *p, struct toml_node **out)
 		r = array(p, n);
 	} else if (c == '{') {
 		r = inline_table(p, n);
-	} else if (starts(p, "true") && !bare_char(peek_at(p, 4))) {
+	} else if (starts(p, "true") && !toml_bare_char(peek_at(p, 4))) {
 		n->kind = TOML_BOOL;
 		n->boolean = true;
 		p->pos += 4;
 		r = 0;
-	} else if (starts(p, "false") && !bare_char(peek_at(p, 5))) {
+	} else if (starts(p, "false") && !toml_bare_char(peek_at(p, 5))) {
 		n->kind = TOML_BOOL;
 		p->pos += 5;
 		r = 0;
@@ -850,7 +648,7 @@ static int walk_dotted(struct parser *p, struct toml_node **t, struct key *k,
 			c->flags = TOML_F_DOTTED;
 			c->line = p->line;
 			c->start = c->end = k->pos;
-			if (add_kid(*t, c) < 0) {
+			if (toml_add_kid(*t, c) < 0) {
 				toml_free(c);
 				return -ENOMEM;
 			}
@@ -883,7 +681,7 @@ static int insert_keyval(struct parser *p, struct toml_node *t, struct key *k,
 		return fail_at(p, k->pos, "duplicate key '%s' (line %d)", where,
 			       toml_get(t, k->part[k->n - 1])->line);
 	}
-	if (!(v->key = strdup(k->part[k->n - 1])) || add_kid(t, v) < 0) {
+	if (!(v->key = strdup(k->part[k->n - 1])) || toml_add_kid(t, v) < 0) {
 		toml_free(v);
 		return -ENOMEM;
 	}
@@ -920,7 +718,7 @@ static int header(struct parser *p)
 		c = toml_get(t, k.part[i]);
 		if (!c) {
 			r = -ENOMEM;
-			if (!(c = toml_new(TOML_TABLE, k.part[i])) || add_kid(t, c) < 0) {
+			if (!(c = toml_new(TOML_TABLE, k.part[i])) || toml_add_kid(t, c) < 0) {
 				toml_free(c);
 				goto out;
 			}
@@ -939,7 +737,7 @@ static int header(struct parser *p)
 		struct toml_node *e;
 		if (!c) {
 			r = -ENOMEM;
-			if (!(c = toml_new(TOML_ARRAY, k.part[k.n - 1])) || add_kid(t, c) < 0) {
+			if (!(c = toml_new(TOML_ARRAY, k.part[k.n - 1])) || toml_add_kid(t, c) < 0) {
 				toml_free(c);
 				goto out;
 			}
@@ -952,7 +750,7 @@ static int header(struct parser *p)
 			goto out;
 		}
 		r = -ENOMEM;
-		if (!(e = toml_new(TOML_TABLE, NULL)) || add_kid(c, e) < 0) {
+		if (!(e = toml_new(TOML_TABLE, NULL)) || toml_add_kid(c, e) < 0) {
 			toml_free(e);
 			goto out;
 		}
@@ -963,7 +761,7 @@ static int header(struct parser *p)
 	} else {
 		if (!c) {
 			r = -ENOMEM;
-			if (!(c = toml_new(TOML_TABLE, k.part[k.n - 1])) || add_kid(t, c) < 0) {
+			if (!(c = toml_new(TOML_TABLE, k.part[k.n - 1])) || toml_add_kid(t, c) < 0) {
 				toml_free(c);
 				goto out;
 			}
@@ -1054,159 +852,3 @@ int toml_parse(const char *text, size_t len, struct toml_doc *doc, struct toml_e
 	return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Writer.                                                             */
-
-static void put_quoted(struct sb *b, const char *s)
-{
-	sb_putc(b, '"');
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		switch (*c) {
-		case '"': sb_puts(b, "\\\""); break;
-		case '\\': sb_puts(b, "\\\\"); break;
-		case '\b': sb_puts(b, "\\b"); break;
-		case '\t': sb_puts(b, "\\t"); break;
-		case '\n': sb_puts(b, "\\n"); break;
-		case '\f': sb_puts(b, "\\f"); break;
-		case '\r': sb_puts(b, "\\r"); break;
-		default:
-			if (*c < 0x20 || *c == 0x7f)
-				sb_printf(b, "\\u%04x", *c);
-			else
-				sb_putc(b, (char)*c);
-		}
-	}
-	sb_putc(b, '"');
-}
-
-void toml_key_text(const char *key, char *buf, size_t len)
-{
-	struct sb b = { 0 };
-	bool bare = *key != '\0';
-
-	for (const char *c = key; *c && bare; c++)
-		bare = bare_char((unsigned char)*c);
-	if (bare)
-		sb_puts(&b, key);
-	else
-		put_quoted(&b, key);
-	snprintf(buf, len, "%s", b.b ? b.b : "\"\"");
-	free(b.b);
-}
-
-static void put_key(struct sb *b, const char *key)
-{
-	char buf[1024];
-
-	toml_key_text(key, buf, sizeof(buf));
-	sb_puts(b, buf);
-}
-
-static bool is_section(const struct toml_node *n)
-{
-	return n->kind == TOML_TABLE || (n->kind == TOML_ARRAY && (n->flags & TOML_F_AOT));
-}
-
-static void put_value(struct sb *b, const struct toml_node *n)
-{
-	switch (n->kind) {
-	case TOML_STRING: put_quoted(b, n->str); break;
-	case TOML_INT: sb_printf(b, "%lld", n->num); break;
-	case TOML_BOOL: sb_puts(b, n->boolean ? "true" : "false"); break;
-	case TOML_FLOAT:
-	case TOML_DATETIME: sb_puts(b, n->str); break;
-	case TOML_ARRAY:
-		sb_putc(b, '[');
-		for (size_t i = 0; i < n->n; i++) {
-			sb_puts(b, i ? ", " : "");
-			put_value(b, n->kids[i]);
-		}
-		sb_putc(b, ']');
-		break;
-	case TOML_TABLE:
-		sb_putc(b, '{');
-		for (size_t i = 0; i < n->n; i++) {
-			sb_puts(b, i ? ", " : " ");
-			put_key(b, n->kids[i]->key);
-			sb_puts(b, " = ");
-			put_value(b, n->kids[i]);
-		}
-		sb_puts(b, n->n ? " }" : "}");
-		break;
-	}
-}
-
-static void indent(struct sb *b, int depth)
-{
-	for (int i = 1; i < depth; i++)
-		sb_puts(b, "  ");
-}
-
-static void put_header(struct sb *b, const char *const *path, int depth, bool aot)
-{
-	if (b->n)
-		sb_putc(b, '\n');
-	indent(b, depth);
-	sb_puts(b, aot ? "[[" : "[");
-	for (int i = 0; i < depth; i++) {
-		sb_puts(b, i ? "." : "");
-		put_key(b, path[i]);
-	}
-	sb_puts(b, aot ? "]]\n" : "]\n");
-}
-
-static void put_table(struct sb *b, const struct toml_node *t, const char **path, int depth)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		const struct toml_node *k = t->kids[i];
-		if (is_section(k))
-			continue;
-		indent(b, depth + 1);
-		put_key(b, k->key);
-		sb_puts(b, " = ");
-		put_value(b, k);
-		sb_putc(b, '\n');
-	}
-	if (depth >= TOML_MAX_DEPTH) {
-		b->too_deep = true;
-		return;
-	}
-	for (size_t i = 0; i < t->n; i++) {
-		const struct toml_node *k = t->kids[i];
-		bool values = false;
-
-		if (!is_section(k))
-			continue;
-		path[depth] = k->key;
-		if (k->kind == TOML_ARRAY) {
-			for (size_t e = 0; e < k->n; e++) {
-				put_header(b, path, depth + 1, true);
-				if (k->kids[e]->kind == TOML_TABLE)
-					put_table(b, k->kids[e], path, depth + 1);
-			}
-			continue;
-		}
-		for (size_t j = 0; j < k->n; j++)
-			values |= !is_section(k->kids[j]);
-		if (values || k->n == 0)
-			put_header(b, path, depth + 1, false);
-		put_table(b, k, path, depth + 1);
-	}
-}
-
-int toml_write(const struct toml_node *root, char **out, size_t *len)
-{
-	const char *path[TOML_MAX_DEPTH + 1];
-	struct sb b = { 0 };
-
-	put_table(&b, root, path, 0);
-	if (!b.b)
-		sb_puts(&b, "");
-	if (b.oom || b.too_deep) {
-		free(b.b);
-		return b.oom ? -ENOMEM : -E2BIG;
-	}
-	*out = b.b;
-	*len = b.n;
-	return 0;
-}
