@@ -13,9 +13,12 @@ done
 
 # The configured directories, as make expands them.
 mkvar() { # (make may first regenerate the Makefile and say so: last line)
-	make -s --no-print-directory -C "$B" -f Makefile -f - print-var V="$1" <<'EOF' | tail -n 1
-print-var: ; @echo $($(V))
-EOF
+	# Under `make check` the parent's MAKEFLAGS carry -w (Entering/Leaving
+	# directory lines): run a clean make.
+	printf 'print-var: ; @echo $(%s)\n' "$1" |
+		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make -s --no-print-directory -C "$B" -f Makefile -f - print-var |
+		grep -v '^make\[' | tail -n 1
 }
 for v in prefix bindir libexecdir pkglibdir pkgdatadir mandir sysconfdir systemdunitdir PACKAGE_VERSION; do
 	val=$(mkvar "$v") && [ -n "$val" ] || die "cannot read $v from $B/Makefile"
