@@ -13,10 +13,13 @@
 # bookworm root) instead of making one; MOKKA_DEBIAN_MIRROR picks the mirror.
 #
 # Podman's state lives under the temp dir (--root, --runroot, --tmpdir,
-# CONTAINERS_CONF and friends point there), the whole test runs in a
-# private mount namespace, cgroups go under a parent of our own, and what
-# podman still creates on the host (CONSUMERS.md §1) is removed if it was
-# not there before.
+# CONTAINERS_CONF and friends point there) and the whole test runs in a
+# private mount namespace where /run and /var/lib are overlays with their
+# upper layers in the temp dir: what podman and runc still write there
+# (CONSUMERS.md §1: /run/runc, /run/libpod, /var/lib/containers/cache)
+# never reaches the host, and nothing another process does to those host
+# directories (other podman users clean up /run/runc) reaches a running
+# build.  cgroups go under a parent of our own, removed at the end.
 if [ "${MOKKA_IMAGE_TEST:-0}" != 1 ]; then
 	echo "skip: the image test runs only with MOKKA_IMAGE_TEST=1 (slow: debootstrap + podman build)"
 	exit 77
@@ -58,24 +61,24 @@ P=(podman --root "$PM/root" --runroot "$PM/runroot" --tmpdir "$PM/tmp" --storage
 ULIMITS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 CTR=mokka-image-test-$$
 
-# What podman may create on the host, and whether it was there before.
-host_paths=(/var/lib/containers /run/containers /run/libpod /run/runc /run/crun /var/lib/cni /etc/cni/net.d/cni.lock)
-declare -A existed
-for p in "${host_paths[@]}"; do [ -e "$p" ] && existed[$p]=1; done
+for d in run var/lib; do
+	u=$T/ov/${d//\//_}
+	mkdir -p "$u/up" "$u/work"
+	mount -t overlay mokka-image-test -o "lowerdir=/$d,upperdir=$u/up,workdir=$u/work" "/$d" ||
+		die "cannot overlay /$d in the test's mount namespace"
+done
 
 image_cleanup() {
 	"${P[@]}" rm -f -t 0 "$CTR" >/dev/null 2>&1
 	"${P[@]}" rmi -a -f >/dev/null 2>&1
 	# Storage mounts exist in this private namespace only; drop them so
 	# the temp dir can go.
-	awk -v pm="$PM" 'index($2, pm) == 1 { print $2 }' /proc/self/mounts | sort -r |
+	awk -v t="$T" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r |
 		while read -r m; do umount -l "$m" 2>/dev/null; done
 	for c in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/unified/"$CG"; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
-	for p in "${host_paths[@]}"; do
-		[ -n "${existed[$p]:-}" ] || rm -rf "$p"
-	done
+	umount -l /run /var/lib 2>/dev/null
 	cleanup
 }
 trap image_cleanup EXIT
