@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctl/overrides.h"
+#include "overrides/overrides.h"
 
 #define CTL_MAX_GPUS 64
 #define CTL_MAX_ARGS 32

@@ -11,8 +11,8 @@
 #include <strings.h>
 
 #include "ctl/ctl.h"
-#include "supervisor/compile.h"
-#include "supervisor/source.h"
+#include "profile/compile.h"
+#include "fileio/fileio.h"
 
 int ctl_profile_load(struct ctl_profile *p, const char *config, char *err, size_t errlen)
 {
@@ -30,7 +30,7 @@ int ctl_profile_load(struct ctl_profile *p, const char *config, char *err, size_
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if ((r = source_read_file(config, &buf, &len, why, sizeof(why))) < 0) {
+	if ((r = fileio_read(config, PROFILE_MAX_FILE, &buf, &len, why, sizeof(why))) < 0) {
 		snprintf(err, errlen, "engine config %s%s", why,
 			 r == -ENOENT ? " (is the node staged? see --host-root/--mock-root)" : "");
 		goto out;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 #include "supervisor/health.h"
 #include "supervisor/rootdirs.h"
 #include "supervisor/sdnotify.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 #include "supervisor/options.h"
 
 static const struct {

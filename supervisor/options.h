@@ -25,7 +25,7 @@ struct options {
 	const char *ib_peers;		/* --ib-peers, MOCK_IB_PEERS */
 	const char *ib_listen;		/* --ib-listen, MOCK_IB_PING_FABRIC=1 */
 	const char *ib_socket;		/* --ib-socket */
-	/* container runtime setup (cri); NULL = default (supervisor/compile_cri.c) */
+	/* container runtime setup (cri); NULL = default (profile/compile_cri.c) */
 	const char *cri_runtime;	/* --container-runtime containerd|none */
 	const char *cri_restart;	/* --container-runtime-restart systemd|none */
 	const char *cri_config;		/* --container-runtime-config */

@@ -7,9 +7,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "fileio/fileio.h"
+#include "profile/compile.h"
 #include "supervisor/loop.h"
 
-#define SOURCE_MAX_FILE (4u << 20)	/* larger profiles are refused */
+#define SOURCE_MAX_FILE PROFILE_MAX_FILE	/* larger profiles are refused */
 
 struct source;
 
@@ -36,9 +38,12 @@ int source_start(struct loop *l, const struct source_opts *o,
 		 struct source **out);
 void source_stop(struct source *s);
 
-/* Read a whole regular file (refusing directories, > SOURCE_MAX_FILE),
- * NUL-terminated.  0 or -errno with msg set. */
-int source_read_file(const char *path, char **buf, size_t *len, char *msg, size_t msglen);
+/* A profile or topology file, read whole (fileio_read with the limit). */
+static inline int source_read_file(const char *path, char **buf, size_t *len, char *msg,
+				   size_t msglen)
+{
+	return fileio_read(path, SOURCE_MAX_FILE, buf, len, msg, msglen);
+}
 
 /* For tests: closes the inotify instance, as when watches are exhausted,
  * leaving only the resync timer to notice changes. */

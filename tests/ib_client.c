@@ -40,8 +40,8 @@
 #include <rdma/rdma_netlink.h>
 
 #include "shims/ib/mockib_proto.h"
-#include "supervisor/compile.h"
-#include "workers/ib/mockib_umad.h"
+#include "profile/compile.h"
+#include "workers/ib/mockib/mockib_umad.h"
 
 #define HDR MOCKIB_UMAD_HDR
 #define MAD 256

@@ -17,8 +17,7 @@
 
 #include "ipc/log.h"
 #include "ipc/msg.h"
-#include "supervisor/compile.h"
-#include "supervisor/source.h"
+#include "profile/compile.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
 #include "workers/worker.h"

@@ -18,9 +18,9 @@
 
 #include "ipc/log.h"
 #include "ipc/msg.h"
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 #include "supervisor/options.h"
-#include "supervisor/source.h"
+#include "fileio/fileio.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
 #include "workers/worker.h"
@@ -71,11 +71,11 @@ static int compile_cli(struct worker *w, const char *config, const char *topolog
 	o.imex_archive = env.imex_archive;
 	o.imex_checksums = env.imex_checksums;
 	o.kernel_log = env.kernel_log;
-	if (config && (r = source_read_file(config, &prof, &plen, err, sizeof(err))) < 0) {
+	if (config && (r = fileio_read(config, PROFILE_MAX_FILE, &prof, &plen, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return r;
 	}
-	if (topology && (r = source_read_file(topology, &topo, &tlen, err, sizeof(err))) < 0) {
+	if (topology && (r = fileio_read(topology, PROFILE_MAX_FILE, &topo, &tlen, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s\n", err);
 		free(prof);
 		return r;

@@ -171,7 +171,7 @@ static uint64_t fnv1a(uint64_t h, const char *s)
 }
 
 /* A profile without a uuid gets the one the supervisor's profile compiler
- * derives (supervisor/compile_devices.c), so NVML and the staged surfaces
+ * derives (profile/compile_devices.c), so NVML and the staged surfaces
  * (CDI, procfs) name the GPU alike. */
 static void default_uuid(struct mdev *d, const char *bdf_lower)
 {

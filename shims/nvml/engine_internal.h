@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "engine.h"
-#include "yaml_lite.h"
+#include "yaml_lite/yaml_lite.h"
 
 #define ENG_TTL_S 1.0	/* overrides and fabric marker re-check period */
 

@@ -26,7 +26,7 @@ static const char *const boot_blocks[] = {
 static const char *const frozen[] = {
 	"name", "architecture", "brand", "compute_capability", "bar1_memory",
 };
-/* DeviceConfig's keys (supervisor/compile_schema.c device_config_f): the
+/* DeviceConfig's keys (profile/compile_schema.c device_config_f): the
  * overrides document may only name these under all and devices. */
 static const char *const device_config_keys[] = {
 	"name", "brand", "serial", "board_part_number", "vbios_version", "architecture",

@@ -17,9 +17,9 @@
 
 #include "ipc/log.h"
 #include "tests/unit/ib_mad_fixture.h"
-#include "workers/ib/mockib.h"
-#include "workers/ib/mockib_netlink.h"
-#include "workers/ib/mockib_relay.h"
+#include "workers/ib/mockib/mockib.h"
+#include "workers/ib/mockib/mockib_netlink.h"
+#include "workers/ib/mockib/mockib_relay.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

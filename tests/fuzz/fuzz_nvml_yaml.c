@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "shims/nvml/engine_internal.h"
-#include "supervisor/yaml_tree.h"
+#include "profile/yaml_tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

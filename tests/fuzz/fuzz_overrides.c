@@ -1,4 +1,4 @@
-/* Fuzz the overrides document editor (ctl/overrides*.c) and kernellog's
+/* Fuzz the overrides document editor (overrides/overrides*.c) and kernellog's
  * text parsers: any input that parses must survive the shape check, the
  * effective view, edits like mokka-ctl's, and emit -> parse with the same
  * tree; the device map and announced-state readers must only ever return
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/overrides.h"
+#include "overrides/overrides.h"
 #include "ipc/state.h"
 #include "workers/kernellog/kernellog.h"
 

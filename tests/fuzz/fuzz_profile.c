@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ipc/log.h"
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

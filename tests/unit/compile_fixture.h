@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "ipc/log.h"
 #include "ipc/state.h"
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 
 static struct state st;
 static char err[512];

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/ib/fabric.h"
+#include "workers/ib/mad/fabric.h"
 
 static inline struct state_ib *fx_ib(const char *node, int nhcas, uint32_t lid_base,
 				     uint64_t guid_base, int leaf_ports, int spines)

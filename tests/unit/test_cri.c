@@ -632,7 +632,7 @@ Test(cri, stand_aside_when_off)
 
 /* ---- the flags, compiled into state.cri ---- */
 
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 #include "supervisor/options.h"
 
 Test(cri, flags_parse_and_compile)

@@ -1,5 +1,5 @@
 /* The overrides document module mokka-ctl and mokka-kernellog share
- * (ctl/overrides*.c): parse, shape, scopes, paths, the effective view,
+ * (overrides/overrides*.c): parse, shape, scopes, paths, the effective view,
  * the Xid and its sequence number, the emitter's round trip through the
  * engine's reader; and, through the engine itself, that the same Xid
  * injected twice (two sequence numbers) is two NVML events. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/overrides.h"
+#include "overrides/overrides.h"
 #include "tests/unit/nvml_engine_fixture.h"
 
 static struct yl_node *parse_ok(const char *text)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
-#include "supervisor/compile.h"
+#include "profile/compile.h"
 #include "workers/ib/ib.h"
 #include "workers/manifest.h"
 

@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "workers/ib/mockib.h"
+#include "workers/ib/mockib/mockib.h"
 
 static char root[64], err[512], node[STATE_NAME_MAX];
 static struct state_ib *ib, *back;

@@ -13,7 +13,7 @@
 #include <netlink/msg.h>
 #include <rdma/rdma_netlink.h>
 
-#include "workers/ib/mockib_netlink.h"
+#include "workers/ib/mockib/mockib_netlink.h"
 
 #define PID 4242
 #define MAXD 32

@@ -8,8 +8,8 @@
 
 #include <criterion/criterion.h>
 
-#include "workers/ib/mockib_relay.h"
-#include "workers/ib/mockib_umad.h"
+#include "workers/ib/mockib/mockib_relay.h"
+#include "workers/ib/mockib/mockib_umad.h"
 
 /* ---- struct ib_user_mad ---- */
 

@@ -9,8 +9,8 @@
 #include <dirent.h>
 
 #include "ipc/state.h"
-#include "supervisor/compile.h"
-#include "supervisor/yaml_tree.h"
+#include "profile/compile.h"
+#include "profile/yaml_tree.h"
 #include "tests/unit/nvml_engine_fixture.h"
 
 TestSuite(nvml_engine, .init = setup, .fini = teardown);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shims/nvml/yaml_lite.h"
-#include "supervisor/yaml_tree.h"
+#include "yaml_lite/yaml_lite.h"
+#include "profile/yaml_tree.h"
 
 static struct yl_node *ok(const char *s)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/yaml_tree.h"
+#include "profile/yaml_tree.h"
 
 static struct ynode *parse_ok(const char *s)
 {

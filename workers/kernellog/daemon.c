@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctl/overrides.h"
+#include "overrides/overrides.h"
 #include "ipc/log.h"
 #include "workers/kernellog/kernellog.h"
 

@@ -1,0 +1,66 @@
+/* The runtime overrides document (NVML.md §5), read and written with the
+ * same YAML reader the mock NVML engine uses (yaml_lite/), so
+ * what mokka-ctl writes is exactly what the engine and mokka-kernellog
+ * read:
+ *
+ *   version: 1
+ *   all: {<DeviceConfig subtree>}
+ *   devices: {"<index>": {<DeviceConfig subtree>}}
+ *
+ * Effective per-device overrides = `all` deep-merged with `devices[i]`
+ * (maps merge, scalars/lists/null replace).  An injected Xid is
+ * failure.xid.code; failure.xid.seq is the injection's sequence number, so
+ * the same code injected twice is two events (mokka-ctl makes it unique and
+ * increasing; a document without it is one event per distinct code). */
+#ifndef MOKKA_CTL_OVERRIDES_H
+#define MOKKA_CTL_OVERRIDES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "yaml_lite/yaml_lite.h"
+
+#define OVR_MAX_INDEX 9999	/* the engine's device keys have at most 4 digits */
+
+/* Parse len bytes.  Empty (or only comments) gives a fresh document
+ * {version: 1}.  NULL on error with "LINE:COL: why" in err. */
+struct yl_node *ovr_parse(const char *buf, size_t len, char *err, size_t errlen);
+
+/* The document's shape as the engine accepts it: a mapping of version (1),
+ * all (mapping or null) and devices (mapping of decimal index keys to
+ * mappings or null).  0, or -EINVAL with "LINE:COL: why". */
+int ovr_check_shape(const struct yl_node *doc, char *err, size_t errlen);
+
+/* Device index of a devices key ("2" -> 2); false when not an index. */
+bool ovr_device_key(const char *key, unsigned *index);
+
+/* The mapping at doc.all or doc.devices."<index>" (index < 0 = all),
+ * created (with devices) when create is set.  NULL when absent or on
+ * ENOMEM. */
+struct yl_node *ovr_scope(struct yl_node *doc, int index, bool create);
+
+/* Set a dotted path ("thermal.temperature_gpu_c") under a scope mapping to
+ * val (owned), creating intermediate mappings (replacing non-mappings).
+ * Remove deletes the key (missing is fine) and prunes emptied parents. */
+int ovr_set(struct yl_node *scope, const char *path, struct yl_node *val);
+void ovr_remove(struct yl_node *scope, const char *path);
+
+/* Scalars built for the document: plain (a number, a bool) or quoted. */
+struct yl_node *ovr_plain(const char *text);
+struct yl_node *ovr_plainf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Effective overrides for one device (clone; NULL = none or ENOMEM). */
+struct yl_node *ovr_effective(const struct yl_node *doc, unsigned index);
+
+/* The injected Xid of one device: code (0 = none) and seq (0 = unset). */
+void ovr_xid(const struct yl_node *doc, unsigned index, uint64_t *code, uint64_t *seq);
+
+/* The largest failure.xid.seq anywhere in the document (0 = none). */
+uint64_t ovr_max_seq(const struct yl_node *doc);
+
+/* Block-style YAML that yl_parse reads back equal (yl_equal, and plain
+ * scalars stay plain where they can).  0 or -ENOMEM; *out malloc'd. */
+int ovr_emit(const struct yl_node *doc, char **out, size_t *len);
+
+#endif
