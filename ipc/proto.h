@@ -31,6 +31,10 @@ void ipc_frame_free(struct ipc_frame *f);
 /* Send one frame without blocking: 0, -EAGAIN (socket full: queue it,
  * see ipc/sendq.h), or -errno. */
 int ipc_frame_send(int sock, const struct ipc_frame *f);
+/* For the encoders: add the header (v, op, gen, seq) to o, print it and
+ * dup fd (-1 = none) into f.  Consumes o.  0, -EMSGSIZE, -ENOMEM. */
+int ipc_frame_build(cJSON *o, enum ipc_op op, uint64_t gen, uint64_t seq, int fd,
+		    struct ipc_frame *f);
 
 /* ---- hello (worker -> supervisor, gen = seq = 0) ---- */
 enum { IPC_ROLE_SIMULATOR = 1, IPC_ROLE_APPLIER = 2, IPC_ROLE_DAEMON = 4 };
