@@ -121,9 +121,9 @@ static int umad_path_kind(const char *path, uint32_t *index)
 		return 0;
 	if (strncmp(path, DEVDIR, sizeof(DEVDIR) - 1) == 0)
 		rest = path + sizeof(DEVDIR) - 1;
-	else if (c->root && strncmp(path, c->root, c->rootlen) == 0 &&
-		 strncmp(path + c->rootlen, DEVDIR, sizeof(DEVDIR) - 1) == 0)
-		rest = path + c->rootlen + sizeof(DEVDIR) - 1;
+	else if (c->tree.root && strncmp(path, c->tree.root, c->tree.rootlen) == 0 &&
+		 strncmp(path + c->tree.rootlen, DEVDIR, sizeof(DEVDIR) - 1) == 0)
+		rest = path + c->tree.rootlen + sizeof(DEVDIR) - 1;
 	return rest ? dev_name_kind(rest, index) : 0;
 }
 
@@ -148,8 +148,8 @@ static int umad_open(const char *path, int flags, int kind, uint32_t index)
 		char alt[PATH_MAX];
 		int err = errno;
 
-		if (!c->root || strncmp(path, DEVDIR, sizeof(DEVDIR) - 1) != 0 ||
-		    snprintf(alt, sizeof(alt), "%s%s", c->root, path) >= (int)sizeof(alt) ||
+		if (!c->tree.root || strncmp(path, DEVDIR, sizeof(DEVDIR) - 1) != 0 ||
+		    snprintf(alt, sizeof(alt), "%s%s", c->tree.root, path) >= (int)sizeof(alt) ||
 		    stat(alt, &st) < 0) {
 			errno = err;
 			return -1;

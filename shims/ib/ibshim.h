@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#define EXPORT __attribute__((visibility("default")))
+#include "shims/redirect/redirect.h"
 
 #define IBSHIM_DEFAULT_ROOT "/var/lib/nvml-mock/ib"
 
@@ -28,10 +28,7 @@ enum ibshim_mode {
 
 struct ibshim_cfg {
 	enum ibshim_mode mode;
-	const char *root;	/* without trailing '/'; NULL = no rewriting */
-	size_t rootlen;
-	const char *rootreal;	/* realpath(root) or NULL */
-	size_t rootreallen;
+	struct redirect_root tree;	/* root NULL = no rewriting */
 	const char *socket;	/* daemon socket path */
 };
 

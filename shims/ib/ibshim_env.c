@@ -56,8 +56,8 @@ static void cfg_init(void)
 	char *root = strndup(r, n);
 	if (!root)
 		return;
-	cfg.root = root;
-	cfg.rootlen = n;
+	cfg.tree.root = root;
+	cfg.tree.rootlen = n;
 
 	/* realpath() results come back canonical: strip that form too.
 	 * The next realpath, not ours (this runs inside the shim). */
@@ -65,9 +65,9 @@ static void cfg_init(void)
 	char *(*rrp)(const char *, char *) =
 		(char *(*)(const char *, char *))ibshim_next(&rp, "realpath");
 	if (rrp)
-		cfg.rootreal = rrp(root, NULL);
-	if (cfg.rootreal)
-		cfg.rootreallen = strlen(cfg.rootreal);
+		cfg.tree.rootreal = rrp(root, NULL);
+	if (cfg.tree.rootreal)
+		cfg.tree.rootreallen = strlen(cfg.tree.rootreal);
 }
 
 const struct ibshim_cfg *ibshim_cfg(void)
