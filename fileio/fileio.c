@@ -13,6 +13,12 @@
 
 int fileio_read(const char *path, size_t max, char **buf, size_t *len, char *msg, size_t msglen)
 {
+	return fileio_read_flags(path, 0, max, buf, len, msg, msglen);
+}
+
+int fileio_read_flags(const char *path, int oflags, size_t max, char **buf, size_t *len,
+		      char *msg, size_t msglen)
+{
 	struct stat st;
 	size_t cap, n = 0;
 	char *b;
@@ -22,7 +28,7 @@ int fileio_read(const char *path, size_t max, char **buf, size_t *len, char *msg
 	*len = 0;
 	/* O_NONBLOCK: opening a FIFO must not hang the loop; it is refused
 	 * below as not a regular file. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | oflags);
 	if (fd < 0) {
 		e = errno;
 		if (e == ENOENT && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "workers/host.h"
 #include "workers/manifest.h"
 
@@ -274,35 +275,28 @@ int host_unlink(struct host *h, const char *path)
 
 int host_copy_in(struct host *h, const char *src, const char *path, mode_t mode)
 {
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
-	struct stat st;
 	char *buf;
-	size_t off = 0;
+	size_t len;
 	int r;
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (off < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			free(buf);
-			close(fd);
-			return r;
-		}
-		off += (size_t)n;
-	}
-	close(fd);
-	r = host_write(h, path, buf, off, mode);
+	if ((r = fileio_read(src, HOST_COPY_MAX, &buf, &len, NULL, 0)) < 0)
+		return r == -EISDIR ? -EINVAL : r;	/* not a file, like a FIFO */
+	r = host_write(h, path, buf, len, mode);
 	free(buf);
 	return r;
+}
+
+int host_mock_path(const char *mock_root, char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, len, "%s", mock_root), m;
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (m < 0 || (size_t)(n + m) >= len)
+		return -ENAMETOOLONG;
+	return 0;
 }

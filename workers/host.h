@@ -44,7 +44,15 @@ int host_mknod_chr(struct host *h, const char *path, mode_t mode,
 /* Remove a file/link (not dirs); ENOENT is success. */
 int host_unlink(struct host *h, const char *path);
 
+/* Largest file host_copy_in takes (binaries and libraries). */
+#define HOST_COPY_MAX ((size_t)1 << 30)
+
 /* Copy a file from an absolute path on this machine (not under root). */
 int host_copy_in(struct host *h, const char *src, const char *path, mode_t mode);
+
+/* "<mock_root><fmt...>" into buf: a path in the mock's own tree R (a host
+ * path, not yet under the host root); -ENAMETOOLONG when it does not fit. */
+int host_mock_path(const char *mock_root, char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

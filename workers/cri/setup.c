@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "workers/cri/cri.h"
 #include "workers/manifest.h"
@@ -25,37 +26,14 @@
 int cri_read(const struct host *h, const char *path, char **out, size_t *len)
 {
 	char full[8192];
-	struct stat st;
-	size_t off = 0;
-	int fd, r;
+	int r;
 
 	*out = NULL;
 	*len = 0;
 	if ((r = host_path(h, path, full, sizeof(full))) < 0)
 		return r;
-	if ((fd = open(full, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TOML_MAX_INPUT) {
-		r = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
-		close(fd);
-		return r;
-	}
-	if (!(*out = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (off < (size_t)st.st_size) {
-		ssize_t n = read(fd, *out + off, (size_t)st.st_size - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
-	close(fd);
-	(*out)[off] = '\0';
-	*len = off;
-	return 0;
+	r = fileio_read(full, TOML_MAX_INPUT, out, len, NULL, 0);
+	return r == -EISDIR ? -EINVAL : r;	/* not a file */
 }
 
 /* Standing aside changes nothing, and removes nothing either: whatever

@@ -37,7 +37,7 @@ static int node(struct sim_ctx *ctx, const struct state *s, const char *rel,
 	char path[512];
 	int r;
 
-	if ((r = gd_path(s, path, sizeof(path), GD_DEV "/%s", rel)) < 0) {
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_DEV "/%s", rel)) < 0) {
 		sim_error(errs, "devnodes", "%s%s/%s: path too long", s->mock_root, GD_DEV, rel);
 		return r;
 	}
@@ -69,7 +69,7 @@ int gd_stage_devnodes(struct sim_ctx *ctx, const struct state *s, const struct g
 	for (size_t i = 0; i < sizeof(fixed_nodes) / sizeof(fixed_nodes[0]); i++)
 		gd_first(&first, node(ctx, s, fixed_nodes[i].name, GD_DEV_MODE,
 				      major_of(fixed_nodes[i].major, c), fixed_nodes[i].minor, errs));
-	if ((r = gd_path(s, dir, sizeof(dir), GD_DEV "/nvidia-caps")) < 0 ||
+	if ((r = host_mock_path(s->mock_root, dir, sizeof(dir), GD_DEV "/nvidia-caps")) < 0 ||
 	    (r = host_mkdirs(&ctx->host, dir, 0755)) < 0) {
 		sim_error(errs, "devnodes", "%s%s/nvidia-caps: mkdir: %s", s->mock_root, GD_DEV,
 			  strerror(-r));

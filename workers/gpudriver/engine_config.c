@@ -2,8 +2,9 @@
  * profile bytes as given, except that when the compiled device count is
  * smaller than the profile's list (GPU_COUNT) `num_devices: N` is set
  * under `system:` so the library caps its count the same way.  Written
- * atomically.  overrides.yaml beside it belongs to mokka-ctl; Stage only
- * makes sure it exists (empty) so the library's watcher has a file. */
+ * atomically.  The overrides document beside it belongs to mokka-ctl;
+ * Stage only makes sure it exists (empty) so the library's watcher has a
+ * file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "overrides/overrides.h"
 #include "workers/gpudriver/gpudriver.h"
 #include "workers/manifest.h"
 
@@ -128,7 +130,7 @@ static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *
 	char path[512], full[8192];
 	int fd, r;
 
-	if ((r = gd_path(s, path, sizeof(path), GD_CONFIG "/%s", name)) < 0 ||
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_CONFIG "/%s", name)) < 0 ||
 	    (r = host_path(&ctx->host, path, full, sizeof(full))) < 0) {
 		sim_error(errs, "engine-config", "%s%s/%s: path too long",
 			  s->mock_root, GD_CONFIG, name);
@@ -151,9 +153,9 @@ static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *
 
 static int ensure_overrides(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
 {
-	int r = ensure_empty(ctx, s, "overrides.yaml", errs);
+	int r = ensure_empty(ctx, s, OVR_DOC_NAME, errs);
 
-	return r < 0 ? r : ensure_empty(ctx, s, "overrides.yaml.lock", errs);
+	return r < 0 ? r : ensure_empty(ctx, s, OVR_LOCK_NAME, errs);
 }
 
 int gd_stage_engine_config(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,
@@ -181,7 +183,8 @@ int gd_stage_engine_config(struct sim_ctx *ctx, const struct state *s, const str
 				  err[0] ? err : strerror(-r));
 	}
 	gd_profile_close(p);
-	if (r == 0 && (r = gd_path(s, path, sizeof(path), GD_CONFIG "/config.yaml")) == 0 &&
+	if (r == 0 &&
+	    (r = host_mock_path(s->mock_root, path, sizeof(path), GD_CONFIG "/config.yaml")) == 0 &&
 	    (r = host_write(&ctx->host, path, doc, len, 0644)) < 0)
 		sim_error(errs, path, "write: %s", strerror(-r));
 	free(doc);

@@ -2,7 +2,6 @@
  * surfaces (each one independent: a failing surface does not stop the
  * others, every error is collected). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,21 +17,6 @@ const struct gd_cap gd_caps[] = {
 };
 const size_t gd_ncaps = sizeof(gd_caps) / sizeof(gd_caps[0]);
 _Static_assert(sizeof(gd_caps) / sizeof(gd_caps[0]) <= GD_MAX_CAPS, "raise GD_MAX_CAPS");
-
-int gd_path(const struct state *s, char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(buf, len, "%s", s->mock_root), m;
-
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	va_start(ap, fmt);
-	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (m < 0 || (size_t)(n + m) >= len)
-		return -ENAMETOOLONG;
-	return 0;
-}
 
 static int env_major(const char *const names[], unsigned def, unsigned *out,
 		     struct sim_errors *errs)

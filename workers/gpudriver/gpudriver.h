@@ -9,7 +9,7 @@
  *   proc_devices.c  proc/devices (the host's list with the driver's majors)
  *   modules.c       proc/modules and R/sys/module/nvidia*
  *   library.c       usr/lib64/libnvidia-ml.so.<version> and its links
- *   engine_config.c config/config.yaml (+ an empty overrides.yaml)
+ *   engine_config.c config/config.yaml (+ an empty overrides document)
  *   nvidia_smi.c    usr/bin/nvidia-smi: a real binary with an $ORIGIN run path
  *   apply.c         /run/nvidia/driver (bind mount, else symlink)
  *   profile.c       per-GPU profile values the compiled state lacks
@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "ipc/state.h"
+#include "workers/host.h"
 #include "workers/simulator.h"
 
 #define GD_NVIDIA_MAJOR 195
@@ -81,9 +82,9 @@ struct gd_cap {
 extern const struct gd_cap gd_caps[];
 extern const size_t gd_ncaps;
 
-/* "<R><suffix>" into buf; -ENAMETOOLONG when it does not fit. */
-int gd_path(const struct state *s, char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* Old name of host_mock_path(s->mock_root, ...), kept while files of
+ * other areas still call it. */
+#define gd_path(s, buf, len, ...) host_mock_path((s)->mock_root, buf, len, __VA_ARGS__)
 
 /* Remember the first failure while going on to collect the rest. */
 static inline int gd_first(int *first, int r)

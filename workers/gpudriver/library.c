@@ -34,18 +34,18 @@ int gd_stage_library(struct sim_ctx *ctx, const struct state *s, const struct gd
 		return -EINVAL;
 	}
 	snprintf(file, sizeof(file), "libnvidia-ml.so.%s", s->driver_version);
-	if ((r = gd_path(s, path, sizeof(path), GD_LIB64 "/%s", file)) < 0)
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_LIB64 "/%s", file)) < 0)
 		return r;
 	if ((r = host_copy_in(&ctx->host, src, path, 0755)) < 0) {
 		sim_error(errs, path, "copy from %s: %s", src, strerror(-r));
 		return r;
 	}
-	if ((r = gd_path(s, link, sizeof(link), GD_LIB64 "/libnvidia-ml.so.1")) < 0 ||
+	if ((r = host_mock_path(s->mock_root, link, sizeof(link), GD_LIB64 "/libnvidia-ml.so.1")) < 0 ||
 	    (r = host_symlink(&ctx->host, file, link)) < 0) {
 		sim_error(errs, link, "symlink -> %s: %s", file, strerror(-r));
 		return r;
 	}
-	if ((r = gd_path(s, link, sizeof(link), GD_LIB64 "/libnvidia-ml.so")) < 0 ||
+	if ((r = host_mock_path(s->mock_root, link, sizeof(link), GD_LIB64 "/libnvidia-ml.so")) < 0 ||
 	    (r = host_symlink(&ctx->host, "libnvidia-ml.so.1", link)) < 0) {
 		sim_error(errs, link, "symlink -> libnvidia-ml.so.1: %s", strerror(-r));
 		return r;

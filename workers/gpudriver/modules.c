@@ -44,7 +44,7 @@ static int put(struct sim_ctx *ctx, const struct state *s, const char *mod, cons
 	char path[512];
 	int r;
 
-	if ((r = gd_path(s, path, sizeof(path), "/sys/module/%s/%s", mod, file)) < 0) {
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), "/sys/module/%s/%s", mod, file)) < 0) {
 		sim_error(errs, "modules", "/sys/module/%s/%s: path too long", mod, file);
 		return r;
 	}
@@ -70,14 +70,14 @@ static int sys_module(struct sim_ctx *ctx, const struct state *s, const struct m
 	gd_first(&first, put(ctx, s, m->name, "taint", TAINT "\n", errs));
 
 	/* holders/ exists (empty) for every module: lsmod reads it. */
-	if ((r = gd_path(s, path, sizeof(path), "/sys/module/%s/holders", m->name)) == 0)
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), "/sys/module/%s/holders", m->name)) == 0)
 		r = host_mkdirs(&ctx->host, path, 0755);
 	if (r < 0)
 		sim_error(errs, "modules", "/sys/module/%s/holders: mkdir: %s", m->name, strerror(-r));
 	gd_first(&first, r);
 	for (int i = 0; m->holders[i]; i++) {
 		snprintf(target, sizeof(target), "../../%s", m->holders[i]);
-		if ((r = gd_path(s, path, sizeof(path), "/sys/module/%s/holders/%s", m->name,
+		if ((r = host_mock_path(s->mock_root, path, sizeof(path), "/sys/module/%s/holders/%s", m->name,
 				 m->holders[i])) == 0)
 			r = host_symlink(&ctx->host, target, path);
 		if (r < 0)
@@ -123,7 +123,7 @@ int gd_stage_modules(struct sim_ctx *ctx, const struct state *s, const struct gd
 		gd_first(&first, sys_module(ctx, s, &modules[i], errs));
 	if ((r = render_proc_modules(&text, &len)) < 0)
 		sim_error(errs, "modules", "proc/modules: out of memory");
-	else if ((r = gd_path(s, path, sizeof(path), GD_DRIVER "/proc/modules")) == 0 &&
+	else if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_DRIVER "/proc/modules")) == 0 &&
 		 (r = host_write(&ctx->host, path, text, len, 0444)) < 0)
 		sim_error(errs, path, "write: %s", strerror(-r));
 	free(text);

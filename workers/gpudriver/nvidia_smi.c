@@ -112,7 +112,7 @@ int gd_stage_nvidia_smi(struct sim_ctx *ctx, const struct state *s, const struct
 		log_warn("gpudriver: %s; not staging %s%s", reason, s->mock_root, GD_SMI);
 		return 0;
 	}
-	if ((r = gd_path(s, path, sizeof(path), GD_SMI)) < 0)
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_SMI)) < 0)
 		return r;
 	snprintf(dir, sizeof(dir), "%s/mokka-nvidia-smi.XXXXXX",
 		 tmpbase && *tmpbase ? tmpbase : "/tmp");

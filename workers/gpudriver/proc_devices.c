@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio/fileio.h"
 #include "workers/gpudriver/gpudriver.h"
 
 #define CHAR_HEADER "Character devices:"
 #define BLOCK_HEADER "Block devices:"
 #define MAX_ENTRIES 1024
+#define PROC_DEVICES_MAX (1u << 20)
 
 struct entry {
 	unsigned major;
@@ -29,24 +31,17 @@ struct devlist {
 	char *block;			/* the block section, verbatim (heap) */
 };
 
-static char *slurp(const char *path)
+/* The host's list; NULL when it cannot be opened (no /proc).  What opens
+ * but is no regular file of a sane size reads as "": not a list. */
+static char *read_list(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m;
-	int ch;
+	char *buf;
+	size_t len;
+	int r = fileio_read(path, PROC_DEVICES_MAX, &buf, &len, NULL, 0);
 
-	if (!f || !(m = open_memstream(&buf, &len))) {
-		if (f)
-			fclose(f);
-		return NULL;
-	}
-	while ((ch = fgetc(f)) != EOF)
-		fputc(ch, m);
-	fclose(f);
-	fclose(m);
-	return buf;
+	if (r == -EISDIR || r == -EINVAL || r == -EFBIG)
+		return strdup("");
+	return r == 0 ? buf : NULL;
 }
 
 static void add(struct devlist *l, unsigned major, const char *name)
@@ -132,7 +127,7 @@ int gd_proc_devices_render(const struct state *s, const struct gd_conf *c, char 
 	}
 	/* Without a readable list (no /proc), the driver's lines alone; a
 	 * list that is not one is an error, not something to guess at. */
-	text = slurp(c->proc_devices_src);
+	text = read_list(c->proc_devices_src);
 	ch = text ? strstr(text, CHAR_HEADER) : NULL;
 	blk = text ? strstr(text, BLOCK_HEADER) : NULL;
 	if (text && (!ch || (blk && blk < ch))) {
@@ -175,7 +170,8 @@ int gd_stage_proc_devices(struct sim_ctx *ctx, const struct state *s, const stru
 	size_t len = 0;
 	int r = gd_proc_devices_render(s, c, &out, &len, errs);
 
-	if (r == 0 && (r = gd_path(s, path, sizeof(path), GD_DRIVER "/proc/devices")) == 0 &&
+	if (r == 0 &&
+	    (r = host_mock_path(s->mock_root, path, sizeof(path), GD_DRIVER "/proc/devices")) == 0 &&
 	    (r = host_write(&ctx->host, path, out, len, 0444)) < 0)
 		sim_error(errs, path, "write: %s", strerror(-r));
 	free(out);

@@ -68,7 +68,7 @@ static int write_file(struct sim_ctx *ctx, const struct state *s, const char *re
 	char path[512];
 	int r;
 
-	if ((r = gd_path(s, path, sizeof(path), GD_PROC_NVIDIA "/%s", rel)) < 0) {
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_PROC_NVIDIA "/%s", rel)) < 0) {
 		sim_error(errs, "procfs", "%s%s/%s: path too long", s->mock_root, GD_PROC_NVIDIA, rel);
 		return r;
 	}

@@ -29,7 +29,7 @@ int ib_stage_devnodes(struct sim_ctx *ctx, const struct state *s, struct sim_err
 
 	if (!s->ib.enabled)
 		return 0;
-	if ((r = ib_path(s, dir, sizeof(dir), IB_DEV)) < 0)
+	if ((r = host_mock_path(s->mock_root, dir, sizeof(dir), IB_DEV)) < 0)
 		return ib_fail(&o, "devnodes", r, "%s%s", s->mock_root, IB_DEV);
 	if (ib_mkdir(&o, dir) < 0)
 		return o.first;

@@ -1,5 +1,5 @@
-/* Small helpers the ib surfaces share: host paths under R, writes that
- * record their failure, relative link prefixes, device numbers. */
+/* Small helpers the ib surfaces share: writes that record their failure,
+ * relative link prefixes, device numbers. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,21 +28,6 @@ struct ib_chrdev ib_uverbs_dev(int i)
 	if (i < IB_UVERBS_FIXED)
 		return (struct ib_chrdev){ IB_MAJOR, (unsigned)(IB_UVERBS_MINOR_BASE + i) };
 	return (struct ib_chrdev){ IB_DYN_VERBS_MAJOR, (unsigned)(i - IB_UVERBS_FIXED) };
-}
-
-int ib_path(const struct state *s, char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(buf, len, "%s", s->mock_root), m;
-
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	va_start(ap, fmt);
-	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (m < 0 || (size_t)(n + m) >= len)
-		return -ENAMETOOLONG;
-	return 0;
 }
 
 int ib_fail(struct ib_out *o, const char *surface, int r, const char *fmt, ...)

@@ -29,7 +29,7 @@ int ib_stage_shims(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 				"MOKKA_PKGLIBDIR to where they are)", src);
 			continue;
 		}
-		if ((r = ib_path(s, dst, sizeof(dst), IB_LIB "/%s", ib_shim_files[i])) < 0) {
+		if ((r = host_mock_path(s->mock_root, dst, sizeof(dst), IB_LIB "/%s", ib_shim_files[i])) < 0) {
 			ib_fail(&o, "shims", r, "%s%s/%s", s->mock_root, IB_LIB, ib_shim_files[i]);
 			continue;
 		}

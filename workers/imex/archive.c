@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "workers/imex/imex.h"
 
@@ -107,37 +108,14 @@ static int take_member(const struct tar_member *m, void *arg)
 	return take(arg, m->name, m->type == '0' || m->type == '7', m->data, m->size, NULL);
 }
 
+/* A member, checksum list or archive, never through a symlink. */
 static int read_file(const char *path, size_t max, unsigned char **out, size_t *len)
 {
-	struct stat st;
-	unsigned char *b;
-	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY), e;
+	char *b;
+	int r = fileio_read_flags(path, O_NOFOLLOW, max, &b, len, NULL, 0);
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-		e = !S_ISREG(st.st_mode) ? EINVAL : (uint64_t)st.st_size > max ? EFBIG : errno;
-		close(fd);
-		return -e;
-	}
-	if (!(b = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	b[n] = '\0';
-	*out = b;
-	*len = n;
-	return 0;
+	*out = (unsigned char *)b;
+	return r;
 }
 
 /* xz -dc: the archive's tar stream, at most IMEX_MAX_ARCHIVE bytes. */

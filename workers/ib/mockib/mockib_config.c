@@ -1,56 +1,15 @@
 /* mock-ib's configuration (the JSON of state_ib_encode, written by the ib
  * worker) and the fabric built from it plus the relay's members. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "workers/ib/mockib/mockib.h"
 
 #define CONFIG_MAX (8u << 20)
-
-static int read_file(const char *path, char **out, size_t *len)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
-
-	*out = NULL;
-	*len = 0;
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		e = errno;
-	else if (!S_ISREG(st.st_mode))
-		e = EINVAL;
-	else if ((size_t)st.st_size > CONFIG_MAX)
-		e = EFBIG;
-	else if (!(buf = malloc((size_t)st.st_size + 1)))
-		e = ENOMEM;
-	if (e) {
-		close(fd);
-		return -e;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
-	*out = buf;
-	*len = got;
-	return 0;
-}
 
 int mib_config_load(const char *host_root, const char *path, char *node, struct state_ib *ib,
 		    char **json, size_t *json_len, char *err, size_t errlen)
@@ -64,7 +23,8 @@ int mib_config_load(const char *host_root, const char *path, char *node, struct 
 		snprintf(err, errlen, "%s%s: path too long", host_root, path);
 		return -ENAMETOOLONG;
 	}
-	if ((r = read_file(full, &buf, &len)) < 0) {
+	if ((r = fileio_read(full, CONFIG_MAX, &buf, &len, NULL, 0)) < 0) {
+		r = r == -EISDIR ? -EINVAL : r;	/* not a file: no config */
 		snprintf(err, errlen, "%s: cannot read: %s", full, strerror(-r));
 		return r;
 	}
