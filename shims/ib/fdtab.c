@@ -1,10 +1,13 @@
 /* fd -> session table, two levels so huge fd numbers cost nothing until
- * used (see fdtab.h). */
+ * used (see fdtab.h), and the close/dup interposers that keep it in step
+ * with the process's fds. */
 #include "shims/ib/fdtab.h"
+#include "shims/ib/ibshim.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define LEAF_BITS 10
 #define LEAF_SIZE (1u << LEAF_BITS)
@@ -145,4 +148,40 @@ void fdtab_each(void (*fn)(int fd, struct ibfd *s, void *arg), void *arg)
 			if (leaf[l])
 				fn((int)(t * LEAF_SIZE + l), leaf[l], arg);
 	}
+}
+
+/* ---- close / dup: every shim with emulated fds exports these --------- */
+
+EXPORT int close(int fd)
+{
+	REAL(close, -1);
+	fdtab_del(fd);
+	return real(fd);
+}
+
+EXPORT int dup(int fd)
+{
+	REAL(dup, -1);
+	int nfd = real(fd);
+	if (nfd >= 0)
+		fdtab_dup(fd, nfd);
+	return nfd;
+}
+
+EXPORT int dup2(int fd, int nfd)
+{
+	REAL(dup2, -1);
+	int rc = real(fd, nfd);
+	if (rc >= 0)
+		fdtab_dup(fd, rc);
+	return rc;
+}
+
+EXPORT int dup3(int fd, int nfd, int flags)
+{
+	REAL(dup3, -1);
+	int rc = real(fd, nfd, flags);
+	if (rc >= 0)
+		fdtab_dup(fd, rc);
+	return rc;
 }

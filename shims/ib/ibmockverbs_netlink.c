@@ -427,38 +427,4 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	return n;
 }
 
-/* ---- close / dup ------------------------------------------------------- */
-
-EXPORT int close(int fd)
-{
-	REAL(close, -1);
-	fdtab_del(fd);
-	return real(fd);
-}
-
-EXPORT int dup(int fd)
-{
-	REAL(dup, -1);
-	int nfd = real(fd);
-	if (nfd >= 0)
-		fdtab_dup(fd, nfd);
-	return nfd;
-}
-
-EXPORT int dup2(int fd, int nfd)
-{
-	REAL(dup2, -1);
-	int rc = real(fd, nfd);
-	if (rc >= 0)
-		fdtab_dup(fd, rc);
-	return rc;
-}
-
-EXPORT int dup3(int fd, int nfd, int flags)
-{
-	REAL(dup3, -1);
-	int rc = real(fd, nfd, flags);
-	if (rc >= 0)
-		fdtab_dup(fd, rc);
-	return rc;
-}
+/* close and dup* are fdtab.c's: the table follows the fds. */
