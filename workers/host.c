@@ -195,19 +195,26 @@ fail:
 	return r;
 }
 
-int host_writef(struct host *h, const char *path, mode_t mode, const char *fmt, ...)
+int host_vwritef(struct host *h, const char *path, mode_t mode, const char *fmt, va_list ap)
 {
 	char *buf;
-	va_list ap;
 	int n, r;
 
-	va_start(ap, fmt);
-	n = vasprintf(&buf, fmt, ap);
-	va_end(ap);
-	if (n < 0)
+	if ((n = vasprintf(&buf, fmt, ap)) < 0)
 		return -ENOMEM;
 	r = host_write(h, path, buf, (size_t)n, mode);
 	free(buf);
+	return r;
+}
+
+int host_writef(struct host *h, const char *path, mode_t mode, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = host_vwritef(h, path, mode, fmt, ap);
+	va_end(ap);
 	return r;
 }
 

@@ -4,6 +4,7 @@
 #ifndef MOKKA_WORKERS_HOST_H
 #define MOKKA_WORKERS_HOST_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -33,6 +34,8 @@ int host_write(struct host *h, const char *path, const void *data, size_t len,
 	       mode_t mode);
 int host_writef(struct host *h, const char *path, mode_t mode,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int host_vwritef(struct host *h, const char *path, mode_t mode, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
 /* Symlink path -> target (target written verbatim), swapped atomically. */
 int host_symlink(struct host *h, const char *target, const char *path);

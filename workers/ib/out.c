@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "workers/ib/ib.h"
@@ -46,17 +45,12 @@ int ib_fail(struct ib_out *o, const char *surface, int r, const char *fmt, ...)
 
 int ib_put(struct ib_out *o, const char *path, mode_t mode, const char *fmt, ...)
 {
-	char *buf;
 	va_list ap;
-	int n, r;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&buf, fmt, ap);
+	r = host_vwritef(o->h, path, mode, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return ib_fail(o, path, -ENOMEM, "%s: format", path);
-	r = host_write(o->h, path, buf, (size_t)n, mode);
-	free(buf);
 	if (r < 0)
 		return ib_fail(o, path, r, "%s: write", path);
 	return 0;
