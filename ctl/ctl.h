@@ -1,13 +1,14 @@
 /* mokka-ctl: runtime control of a running simulated node (ARCHITECTURE.md
  * §9, NVML.md §5).  It edits the overrides document beside the engine
  * config under flock on a sibling lock file, validating the result against
- * the profile before replacing the document by rename:
+ * the profile before replacing the document by rename.  The document
+ * itself (path, parse, check, merge, emit) is the overrides module's:
  *
  *   main.c      argument parsing, the edit transaction
  *   commands.c  the command table: what each command writes
- *   docfile.c   lock, read, atomic replace
- *   profile.c   the engine config's GPUs (index, UUID, PCI address),
- *               --gpu resolution and validation of a candidate document */
+ *   docfile.c   lock, read, validate the candidate, atomic replace
+ *   profile.c   the engine config's GPUs (index, UUID, PCI address) and
+ *               --gpu resolution */
 #ifndef MOKKA_CTL_CTL_H
 #define MOKKA_CTL_CTL_H
 
@@ -84,13 +85,13 @@ int ctl_profile_load(struct ctl_profile *p, const char *config, char *err, size_
 /* "all", an index, a UUID or a PCI address (any case). */
 int ctl_target_parse(const struct ctl_profile *p, const char *spec, struct ctl_target *t,
 		     char *err, size_t errlen);
-/* The candidate document text: the engine's shape, device keys naming
- * GPUs of the profile, the DeviceConfig schema with unknown keys refused,
- * and a clean round trip through the engine's reader. */
+/* docfile.c */
+/* The candidate text read back as the engine will read it (one parse,
+ * yaml_lite) and held to ovr_validate's OVR_SCHEMA rules for p's GPUs,
+ * runtime keys refused; then it must be the edited document.  Errors
+ * are "DOC_NAME:LINE:COL: KEY: why", positions in the text. */
 int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct yl_node *doc,
 		 const char *text, size_t len, char *err, size_t errlen);
-
-/* docfile.c */
 struct ctl_docfile {
 	char path[PATH_MAX];
 	char lock[PATH_MAX + 8];

@@ -1,6 +1,7 @@
-/* The overrides document on disk: flock(LOCK_EX) on the sibling
- * overrides.yaml.lock (the protocol every writer shares, NVML.md §5), read,
- * and replace by rename so a reader never sees a torn file. */
+/* The overrides document on disk: flock(LOCK_EX) on the sibling lock file
+ * (ovr_lock_path: the protocol every writer shares, NVML.md §5), read, the
+ * candidate's validation, and replace by rename so a reader never sees a
+ * torn file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -16,8 +17,11 @@
 int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *err,
 		 size_t errlen)
 {
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	snprintf(f->lock, sizeof(f->lock), "%s.lock", path);
+	if (snprintf(f->path, sizeof(f->path), "%s", path) >= (int)sizeof(f->path) ||
+	    ovr_lock_path(f->lock, sizeof(f->lock), path) < 0) {
+		snprintf(err, errlen, "%.200s...: path too long", path);
+		return -ENAMETOOLONG;
+	}
 	f->lock_fd = open(f->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
 	if (f->lock_fd < 0) {
 		int e = errno;
@@ -43,6 +47,35 @@ void ctl_doc_unlock(struct ctl_docfile *f)
 	if (f->lock_fd >= 0)
 		close(f->lock_fd);	/* releases the flock */
 	f->lock_fd = -1;
+}
+
+int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct yl_node *doc,
+		 const char *text, size_t len, char *err, size_t errlen)
+{
+	unsigned gpus[CTL_MAX_GPUS];
+	struct ovr_rules rules = { .level = OVR_SCHEMA, .runtime = true, .gpus = gpus,
+				   .ngpus = (size_t)p->n, .gpus_from = p->path };
+	struct yl_node *back;
+	char why[512];
+	int r;
+
+	for (int i = 0; i < p->n; i++)
+		gpus[i] = p->gpu[i].index;
+	/* Checked as read back, so positions point into the text written. */
+	if (!(back = ovr_parse(text, len, why, sizeof(why)))) {
+		snprintf(err, errlen, "%s: internal error: the written text does not read back: %s",
+			 doc_name, why);
+		return -EPROTO;
+	}
+	if ((r = ovr_validate(back, &rules, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "%s:%s", doc_name, why);
+	} else if (!yl_equal(back, doc)) {
+		snprintf(err, errlen, "%s: internal error: the written text does not read back "
+			 "as the edited document", doc_name);
+		r = -EPROTO;
+	}
+	yl_free(back);
+	return r;
 }
 
 int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err, size_t errlen)

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	fputs("Usage: mokka-ctl [--gpu INDEX|UUID|PCI|all] [--host-root DIR] [--mock-root PATH]\n"
 	      "                 [--overrides FILE] [--config FILE] COMMAND [ARGS] [OPTIONS]\n"
 	      "Change a running Mokka node: edits <host-root><mock-root>/driver/config/"
-	      "overrides.yaml\n(the mock NVML and mokka-kernellog react within a second).\n\n"
+	      OVR_DOC_NAME "\n(the mock NVML and mokka-kernellog react within a second).\n\n"
 	      "Commands:\n", f);
 	for (size_t i = 0; i < ctl_ncommands; i++)
 		fprintf(f, "  %-13s %s\n  %-13s   %s\n", ctl_commands[i].name, ctl_commands[i].usage,
@@ -177,8 +177,7 @@ static void paths(const struct args *a, char *doc, size_t dlen, char *conf, size
 	else if (!layout && env("MOCK_NVML_OVERRIDES"))
 		snprintf(doc, dlen, "%s", env("MOCK_NVML_OVERRIDES"));
 	else
-		snprintf(doc, dlen, "%s%s/driver/config/overrides.yaml", root,
-			 a->mock_root ? a->mock_root : "/var/lib/nvml-mock");
+		ovr_path(doc, dlen, root, a->mock_root ? a->mock_root : "/var/lib/nvml-mock");
 	snprintf(dir, sizeof(dir), "%s", doc);
 	if (a->config)
 		snprintf(conf, clen, "%s", a->config);

@@ -1,8 +1,8 @@
 /* The engine config's GPUs as the mock NVML sees them: the profile
  * compiler gives each GPU its index, UUID (explicit or derived exactly as
  * the engine derives it) and PCI address; system.num_devices caps the list
- * as in the engine.  Then --gpu resolution and the validation of a
- * candidate overrides document. */
+ * as in the engine.  Then --gpu resolution (a candidate document is
+ * validated by the overrides module: docfile.c ctl_validate). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -102,76 +102,4 @@ int ctl_target_parse(const struct ctl_profile *p, const char *spec, struct ctl_t
 	snprintf(err, errlen, "--gpu %s: no such GPU in %s (indices %s; or a UUID, a PCI "
 		 "address, all)", spec, p->path, list);
 	return -ENODEV;
-}
-
-static bool has_index(const struct ctl_profile *p, unsigned idx)
-{
-	for (int i = 0; i < p->n; i++)
-		if (p->gpu[i].index == idx)
-			return true;
-	return false;
-}
-
-/* The engine restores these after every merge (engine_merge.c freeze): an
- * override would silently do nothing, so it is refused instead. */
-static const char *const frozen[] = {
-	"name", "architecture", "brand", "compute_capability", "bar1_memory", "pci.bus_id",
-};
-
-static int check_scope(const struct yl_node *scope, const char *where, char *err, size_t errlen)
-{
-	for (size_t j = 0; j < sizeof(frozen) / sizeof(frozen[0]); j++) {
-		const struct yl_node *n = yl_path(scope, frozen[j]);
-
-		if (n) {
-			snprintf(err, errlen, " %s.%s: not changeable at run time (the engine "
-				 "keeps the boot value; change the profile)", where, frozen[j]);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct yl_node *doc,
-		 const char *text, size_t len, char *err, size_t errlen)
-{
-	const struct yl_node *devs = yl_get(doc, "devices");
-	struct yl_node *back;
-	struct yl_error ye;
-	char why[512], list[512], where[32];
-	unsigned idx;
-	int r;
-
-	if ((r = ovr_check_shape(doc, why, sizeof(why))) < 0 ||
-	    (r = check_scope(yl_get(doc, "all"), "all", why, sizeof(why))) < 0)
-		goto bad;
-	for (size_t i = 0; !yl_is_null(devs) && i < devs->n; i++) {
-		ovr_device_key(devs->kids[i]->key, &idx);
-		if (!has_index(p, idx)) {
-			gpu_list(p, list, sizeof(list));
-			snprintf(why, sizeof(why), " devices.%u: no GPU with that index in %s "
-				 "(indices %s)", idx, p->path, list);
-			r = -EINVAL;
-			goto bad;
-		}
-		snprintf(where, sizeof(where), "devices.%u", idx);
-		if ((r = check_scope(devs->kids[i], where, why, sizeof(why))) < 0)
-			goto bad;
-	}
-	/* Types and key names, as the profile compiler knows them. */
-	if ((r = compile_check_overrides(doc_name, text, len, err, errlen)) < 0)
-		return r;
-	/* What the engine will read must be what we meant. */
-	back = yl_parse(text, len, &ye);
-	if (!back || !yl_equal(back, doc)) {
-		yl_free(back);
-		snprintf(err, errlen, "%s: internal error: the written text does not read back "
-			 "as the edited document", doc_name);
-		return -EPROTO;
-	}
-	yl_free(back);
-	return 0;
-bad:
-	snprintf(err, errlen, "%s:%s", doc_name, why);
-	return r;
 }

@@ -1,5 +1,6 @@
-/* The runtime overrides document: parse, shape check, scopes and dotted
- * paths, the effective per-device view and the injected Xid. */
+/* The runtime overrides document: parse, scopes and dotted paths, the
+ * merge (the mock NVML engine's too), the effective per-device view and the
+ * injected Xid.  The shape check is overrides_check.c. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,61 +47,6 @@ bool ovr_device_key(const char *k, unsigned *index)
 		return false;
 	*index = (unsigned)strtoul(k, NULL, 10);
 	return true;
-}
-
-static int fail(const struct yl_node *at, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(const struct yl_node *at, char *err, size_t errlen, const char *fmt, ...)
-{
-	char why[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	snprintf(err, errlen, "%u:%u: %s", at ? at->line : 1, at ? at->col : 1, why);
-	return -EINVAL;
-}
-
-static bool map_or_null(const struct yl_node *n)
-{
-	return yl_is_null(n) || n->kind == YL_MAP;
-}
-
-int ovr_check_shape(const struct yl_node *doc, char *err, size_t errlen)
-{
-	uint64_t ver;
-	unsigned idx;
-
-	if (doc->kind != YL_MAP)
-		return fail(doc, err, errlen, "expected a mapping of version, all and devices");
-	for (size_t i = 0; i < doc->n; i++) {
-		const struct yl_node *v = doc->kids[i];
-
-		if (!strcmp(v->key, "version")) {
-			if (!yl_u64(v, &ver) || ver != 1)
-				return fail(v, err, errlen, "version: want 1");
-		} else if (!strcmp(v->key, "all")) {
-			if (!map_or_null(v))
-				return fail(v, err, errlen, "all: expected a mapping");
-		} else if (!strcmp(v->key, "devices")) {
-			if (!map_or_null(v))
-				return fail(v, err, errlen, "devices: expected a mapping");
-			for (size_t j = 0; !yl_is_null(v) && j < v->n; j++) {
-				if (!ovr_device_key(v->kids[j]->key, &idx))
-					return fail(v->kids[j], err, errlen,
-						    "devices: key '%.20s' is not a GPU index",
-						    v->kids[j]->key);
-				if (!map_or_null(v->kids[j]))
-					return fail(v->kids[j], err, errlen,
-						    "devices.%u: expected a mapping", idx);
-			}
-		} else {
-			return fail(v, err, errlen, "%.60s: unknown field (want version, all "
-				    "or devices)", v->key);
-		}
-	}
-	return 0;
 }
 
 /* map[key] as a mapping, replacing whatever else is there. */
@@ -219,9 +165,7 @@ struct yl_node *ovr_plainf(const char *fmt, ...)
 	return ovr_plain(buf);
 }
 
-/* The engine's merge (engine_merge.c eng_deep_merge): maps merge
- * recursively; scalars, lists and null replace. */
-static int deep_merge(struct yl_node *dst, const struct yl_node *src)
+int ovr_merge(struct yl_node *dst, const struct yl_node *src)
 {
 	if (yl_is_null(src) || src->kind != YL_MAP || dst->kind != YL_MAP)
 		return 0;
@@ -230,7 +174,7 @@ static int deep_merge(struct yl_node *dst, const struct yl_node *src)
 		struct yl_node *d = yl_get(dst, s->key), *c;
 
 		if (d && d->kind == YL_MAP && s->kind == YL_MAP) {
-			if (deep_merge(d, s) < 0)
+			if (ovr_merge(d, s) < 0)
 				return -ENOMEM;
 			continue;
 		}
@@ -242,23 +186,31 @@ static int deep_merge(struct yl_node *dst, const struct yl_node *src)
 	return 0;
 }
 
-struct yl_node *ovr_effective(const struct yl_node *doc, unsigned index)
+int ovr_apply(struct yl_node *dst, const struct yl_node *doc, unsigned index)
 {
 	const struct yl_node *devs = yl_get(doc, "devices");
-	struct yl_node *eff = yl_new(YL_MAP);
 
-	if (!eff || deep_merge(eff, yl_get(doc, "all")) < 0)
-		goto err;
+	if (ovr_merge(dst, yl_get(doc, "all")) < 0)
+		return -ENOMEM;
+	/* In document order: "2" and "02" both name GPU 2. */
 	for (size_t i = 0; devs && devs->kind == YL_MAP && i < devs->n; i++) {
 		unsigned idx;
 		if (ovr_device_key(devs->kids[i]->key, &idx) && idx == index &&
-		    deep_merge(eff, devs->kids[i]) < 0)
-			goto err;
+		    ovr_merge(dst, devs->kids[i]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct yl_node *ovr_effective(const struct yl_node *doc, unsigned index)
+{
+	struct yl_node *eff = yl_new(YL_MAP);
+
+	if (eff && ovr_apply(eff, doc, index) < 0) {
+		yl_free(eff);
+		return NULL;
 	}
 	return eff;
-err:
-	yl_free(eff);
-	return NULL;
 }
 
 void ovr_xid(const struct yl_node *doc, unsigned index, uint64_t *code, uint64_t *seq)

@@ -1,7 +1,8 @@
-/* The runtime overrides document (NVML.md §5), read and written with the
- * same YAML reader the mock NVML engine uses (yaml_lite/), so
- * what mokka-ctl writes is exactly what the engine and mokka-kernellog
- * read:
+/* The runtime overrides document (NVML.md §5): where it lives, parse,
+ * validate, merge and emit, in one module that mokka-ctl, mokka-kernellog,
+ * the supervisor and the mock NVML engine share.  It reads with yaml_lite/
+ * and needs nothing but libc, so the glibc-only engine compiles it in; what
+ * mokka-ctl writes is exactly what the engine and mokka-kernellog read:
  *
  *   version: 1
  *   all: {<DeviceConfig subtree>}
@@ -12,8 +13,8 @@
  * failure.xid.code; failure.xid.seq is the injection's sequence number, so
  * the same code injected twice is two events (mokka-ctl makes it unique and
  * increasing; a document without it is one event per distinct code). */
-#ifndef MOKKA_CTL_OVERRIDES_H
-#define MOKKA_CTL_OVERRIDES_H
+#ifndef MOKKA_OVERRIDES_H
+#define MOKKA_OVERRIDES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,10 +28,39 @@
  * {version: 1}.  NULL on error with "LINE:COL: why" in err. */
 struct yl_node *ovr_parse(const char *buf, size_t len, char *err, size_t errlen);
 
-/* The document's shape as the engine accepts it: a mapping of version (1),
- * all (mapping or null) and devices (mapping of decimal index keys to
- * mappings or null).  0, or -EINVAL with "LINE:COL: why". */
+/* Where it lives: OVR_DOC_NAME beside the engine config, which is
+ * <mock root>/driver/config on the host; every writer flocks the sibling
+ * lock file.  0, or -ENAMETOOLONG. */
+#define OVR_DOC_NAME "overrides.yaml"
+#define OVR_LOCK_NAME OVR_DOC_NAME ".lock"
+int ovr_path(char *buf, size_t size, const char *host_root, const char *mock_root);
+int ovr_path_beside(char *buf, size_t size, const char *config_dir);
+int ovr_lock_path(char *buf, size_t size, const char *doc_path);
+
+/* What a document is held to.  Every level checks the shape: a mapping of
+ * version (1), all (mapping or null) and devices (mapping of decimal index
+ * keys to mappings or null). */
+enum ovr_level {
+	OVR_SHAPE,	/* the shape only (a document to edit or to read Xids from) */
+	OVR_KEYS,	/* + the scopes' keys are DeviceConfig's (the engine's reading) */
+	OVR_SCHEMA,	/* + every key and value type of DeviceConfig (mokka-ctl's writing) */
+};
+struct ovr_rules {
+	enum ovr_level level;
+	bool runtime;		/* refuse the keys the engine keeps at boot (ovr_frozen) */
+	const unsigned *gpus;	/* the device indices that exist (NULL: any) */
+	size_t ngpus;
+	const char *gpus_from;	/* where those come from, for the message */
+};
+/* 0, or -EINVAL with "LINE:COL: KEY: why" in err (the position of the
+ * offending node in the text doc was parsed from). */
+int ovr_validate(const struct yl_node *doc, const struct ovr_rules *rules, char *err,
+		 size_t errlen);
+/* ovr_validate at OVR_SHAPE. */
 int ovr_check_shape(const struct yl_node *doc, char *err, size_t errlen);
+/* Dotted paths the engine restores to their boot values after every
+ * merge (NULL-terminated). */
+extern const char *const ovr_frozen[];
 
 /* Device index of a devices key ("2" -> 2); false when not an index. */
 bool ovr_device_key(const char *key, unsigned *index);
@@ -50,7 +80,14 @@ void ovr_remove(struct yl_node *scope, const char *path);
 struct yl_node *ovr_plain(const char *text);
 struct yl_node *ovr_plainf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Effective overrides for one device (clone; NULL = none or ENOMEM). */
+/* The merge: src's keys into dst, maps recursively; scalars, lists and
+ * null replace.  Apply merges doc's all, then each devices key naming
+ * index, into dst.  0 or -ENOMEM (dst then partly merged). */
+int ovr_merge(struct yl_node *dst, const struct yl_node *src);
+int ovr_apply(struct yl_node *dst, const struct yl_node *doc, unsigned index);
+
+/* Effective overrides for one device: ovr_apply on an empty mapping
+ * (NULL on ENOMEM). */
 struct yl_node *ovr_effective(const struct yl_node *doc, unsigned index);
 
 /* The injected Xid of one device: code (0 = none) and seq (0 = unset). */

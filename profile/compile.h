@@ -56,12 +56,6 @@ const char *compile_cri_check_dir(const char *config, const char *config_dir);
  * -EINVAL with "--option: 'value' why" in err. */
 int compile_cri_flags(const struct compile_opts *o, char *err, size_t errlen);
 
-/* The runtime overrides document (mokka-ctl, NVML.md §5): its `all` and
- * `devices."<i>"` subtrees against the profile's DeviceConfig schema, with
- * unknown keys refused.  0, or -EINVAL with "NAME:LINE:COL: KEY: why". */
-int compile_check_overrides(const char *name, const char *yaml, size_t len,
-			    char *err, size_t errlen);
-
 /* The built-in default profile (8x H100 SXM, 2 NUMA nodes), NUL-terminated. */
 /* Larger profile and topology files are refused. */
 #define PROFILE_MAX_FILE (4u << 20)

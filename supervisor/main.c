@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
+#include "overrides/overrides.h"
 #include "profile/compile.h"
 #include "supervisor/health.h"
 #include "supervisor/rootdirs.h"
@@ -48,16 +49,17 @@ static void locate_libexec(struct supervisor *s)
  * that exist are touched. */
 static void truncate_overrides(const struct supervisor *s)
 {
-	static const char *const docs[] = { "/config/overrides.yaml",
-					     "/driver/config/overrides.yaml" };
-	char path[8192];
+	char path[2][8192], dir[8192];
 
-	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s%s", s->opt.host_root, s->opt.mock_root, docs[i]);
-		if (truncate(path, 0) == 0)
-			log_info("reset runtime overrides %s", path);
+	/* The node's document, and one beside a config at R/config. */
+	snprintf(dir, sizeof(dir), "%s%s/config", s->opt.host_root, s->opt.mock_root);
+	ovr_path_beside(path[0], sizeof(path[0]), dir);
+	ovr_path(path[1], sizeof(path[1]), s->opt.host_root, s->opt.mock_root);
+	for (size_t i = 0; i < 2; i++) {
+		if (truncate(path[i], 0) == 0)
+			log_info("reset runtime overrides %s", path[i]);
 		else if (errno != ENOENT)
-			log_warn("%s: truncate: %s", path, strerror(errno));
+			log_warn("%s: truncate: %s", path[i], strerror(errno));
 	}
 }
 

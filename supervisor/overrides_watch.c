@@ -1,15 +1,18 @@
-/* The runtime overrides document (mokka-ctl's, R/driver/config/
- * overrides.yaml) watched like the profile, through its directories
+/* The runtime overrides document (mokka-ctl's, where ovr_path says)
+ * watched like the profile, through its directories
  * (supervisor/source.c: inotify, debounced, bytes compared, resync), and
  * delivered to the daemons that act on it (ROLE_RELOAD_OVERRIDES) as a
  * Reload: SIGHUP.  No reconcile pass: the document is not desired state,
  * the workers never see it, and the mock NVML reads it by itself. */
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ipc/log.h"
+#include "overrides/overrides.h"
 #include "supervisor/source.h"
 #include "supervisor/supervisor.h"
 
@@ -53,7 +56,7 @@ static void on_error(void *arg, const char *msg)
 
 int overrides_watch_start(struct supervisor *s)
 {
-	char *path = NULL;
+	char path[PATH_MAX];
 	struct source_opts o = {
 		.profile_path = NULL,
 		.resync_ms = s->opt.resync_ms,
@@ -61,13 +64,11 @@ int overrides_watch_start(struct supervisor *s)
 	};
 	int r;
 
-	if (asprintf(&path, "%s%s/driver/config/overrides.yaml", s->opt.host_root,
-		     s->opt.mock_root) < 0)
-		return -1;
+	if (ovr_path(path, sizeof(path), s->opt.host_root, s->opt.mock_root) < 0)
+		return -ENAMETOOLONG;
 	/* The "topology" slot: absent is a valid state there. */
 	o.topology_path = path;
 	r = source_start(s->loop, &o, on_change, on_error, s, &src);
-	free(path);
 	if (r < 0)
 		log_warn("runtime overrides: cannot watch (%s); daemons see changes on their "
 			 "own tick only", strerror(-r));

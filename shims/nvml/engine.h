@@ -1,13 +1,14 @@
 /* The mock NVML engine: the simulated devices as the NVML entry points
  * (api_*.c) see them.  Self-contained (glibc only): it parses the profile
- * and the overrides document with its own small YAML reader.
+ * and the overrides document with the libc-only yaml_lite/ and overrides/
+ * it compiles in.
  *
  * Data sources, in order (SURFACES.md §11.1): $MOCK_NVML_CONFIG, else
  * <dir of this library>/../../config/config.yaml (the driver root layout
  * <root>/usr/lib64/libnvidia-ml.so.1 + <root>/config/config.yaml), else
- * /etc/nvml-mock/config.yaml.  Overrides: $MOCK_NVML_OVERRIDES, else
- * overrides.yaml beside the config; re-read at most once per second when
- * its mtime/size changes.  Topology: $MOCK_TOPOLOGY_CONFIG, else
+ * /etc/nvml-mock/config.yaml.  Overrides: $MOCK_NVML_OVERRIDES, else the
+ * document beside the config (ovr_path_beside); re-read at most once per
+ * second when its mtime/size changes.  Topology: $MOCK_TOPOLOGY_CONFIG, else
  * topology.yaml beside the config (needs NODE_NAME).  Fabric manager
  * marker dir: $MOCK_FABRICMANAGER_STATE_DIR, else <driver root>/../fabric-state.
  *

@@ -74,9 +74,13 @@ int eng_locate_files(void)
 	}
 	snprintf(dir, sizeof(dir), "%s", eng.config_path);
 	parent_dir(dir, sizeof(dir));
-	if (rc == ENG_SUCCESS)
-		rc = (v = env("MOCK_NVML_OVERRIDES")) ? set_path(eng.overrides_path, "%s%s", v, "")
-			: set_path(eng.overrides_path, "%s%s", dir, "/overrides.yaml");
+	if (rc == ENG_SUCCESS && (v = env("MOCK_NVML_OVERRIDES")))
+		rc = set_path(eng.overrides_path, "%s%s", v, "");
+	else if (rc == ENG_SUCCESS &&
+		 ovr_path_beside(eng.overrides_path, sizeof(eng.overrides_path), dir) < 0) {
+		eng_debug("path too long: %s/%s", dir, OVR_DOC_NAME);
+		rc = ENG_ERROR_UNKNOWN;
+	}
 	if (rc == ENG_SUCCESS)
 		rc = (v = env("MOCK_TOPOLOGY_CONFIG")) ? set_path(eng.topology_path, "%s%s", v, "")
 			: set_path(eng.topology_path, "%s%s", dir, "/topology.yaml");

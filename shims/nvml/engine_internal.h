@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "engine.h"
+#include "overrides/overrides.h"
 #include "yaml_lite/yaml_lite.h"
 
 #define ENG_TTL_S 1.0	/* overrides and fabric marker re-check period */
@@ -98,8 +99,8 @@ int eng_build_devices(void);
 bool eng_parse_bdf(const char *s, unsigned long *domain, unsigned *bus,
 		   unsigned *dev, unsigned *fn);
 
-/* engine_merge.c: the merges and the overrides document. */
-int eng_deep_merge(struct yl_node *dst, const struct yl_node *src);
+/* engine_merge.c: the boot merge and the overrides document (read with
+ * the overrides module, overrides/). */
 struct yl_node *eng_boot_merge(const struct yl_node *defaults, const struct yl_node *entry);
 bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size);
 void eng_overrides_refresh(bool force);

@@ -1,6 +1,7 @@
 /* Mock NVML engine: the boot merge of a devices[] entry over
- * device_defaults (the reference's field rules, NVML.md §4), the deep
- * merge of the overrides document (§5), and its 1 s reload. */
+ * device_defaults (the reference's field rules, NVML.md §4), the overrides
+ * document (§5) applied with the overrides module's merge, and its 1 s
+ * reload. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,32 +23,6 @@ static const char *const boot_blocks[] = {
 	"utilization", "ecc", "dynamic_metrics", "failure", "fabric", "nvlink_error",
 	"processes",
 };
-/* Not hot-reloadable: the overrides never change these. */
-static const char *const frozen[] = {
-	"name", "architecture", "brand", "compute_capability", "bar1_memory",
-};
-/* DeviceConfig's keys (profile/compile_schema.c device_config_f): the
- * overrides document may only name these under all and devices. */
-static const char *const device_config_keys[] = {
-	"name", "brand", "serial", "board_part_number", "vbios_version", "architecture",
-	"compute_capability", "num_gpu_cores", "inforom", "memory", "bar1_memory", "pci",
-	"pcie", "power", "thermal", "fan", "clocks", "clocks_throttle_reasons",
-	"supported_clocks", "performance_state", "utilization", "encoder_stats",
-	"fbc_stats", "ecc", "retired_pages", "remapped_rows", "display",
-	"persistence_mode", "compute_mode", "mig", "gpu_operation_mode", "driver_model",
-	"accounting", "virtualization", "gsp_firmware", "features", "grace_superchip",
-	"cpu", "topology", "processes", "dynamic_metrics", "gpm", "failure", "fabric",
-	"nvlink_error", "platform",
-};
-
-static bool in(const char *const *set, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(set[i], s))
-			return true;
-	return false;
-}
-
 /* Go's zero value: unset, "", or a plain 0. */
 static bool zero_value(const struct yl_node *n)
 {
@@ -118,139 +93,38 @@ err:
 	return NULL;
 }
 
-int eng_deep_merge(struct yl_node *dst, const struct yl_node *src)
-{
-	if (yl_is_null(src) || src->kind != YL_MAP || dst->kind != YL_MAP)
-		return 0;
-	for (size_t i = 0; i < src->n; i++) {
-		const struct yl_node *s = src->kids[i];
-		struct yl_node *d = yl_get(dst, s->key);
-		int rc;
-
-		if (d && d->kind == YL_MAP && s->kind == YL_MAP)
-			rc = eng_deep_merge(d, s);
-		else	/* scalars, lists and null replace */
-			rc = set_clone(dst, s->key, s);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-static bool check_subtree(const struct yl_node *n, const char *where, char *why, size_t size)
-{
-	if (yl_is_null(n))
-		return true;
-	if (n->kind != YL_MAP) {
-		snprintf(why, size, "%u:%u: %s: expected a mapping", n->line, n->col, where);
-		return false;
-	}
-	for (size_t i = 0; i < n->n; i++) {
-		if (!in(device_config_keys, N(device_config_keys), n->kids[i]->key)) {
-			snprintf(why, size, "%u:%u: %s.%.60s: unknown field", n->kids[i]->line,
-				 n->kids[i]->col, where, n->kids[i]->key);
-			return false;
-		}
-	}
-	return true;
-}
-
-/* "<index>" keys of overrides.devices: decimal, no sign, no junk. */
-static bool device_key(const char *k, unsigned *index)
-{
-	unsigned long v = 0;
-
-	if (!*k || strspn(k, "0123456789") != strlen(k) || strlen(k) > 4)
-		return false;
-	sscanf(k, "%lu", &v);
-	*index = (unsigned)v;
-	return true;
-}
-
 bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size)
 {
-	if (yl_is_null(doc))
-		return true;
-	if (doc->kind != YL_MAP) {
-		snprintf(why, size, "%u:%u: expected a mapping", doc->line, doc->col);
-		return false;
-	}
-	for (size_t i = 0; i < doc->n; i++) {
-		const struct yl_node *v = doc->kids[i];
-		uint64_t ver;
-		unsigned idx;
+	/* The engine's reading: the shape and DeviceConfig's keys in each
+	 * scope; values are read leniently, field by field. */
+	static const struct ovr_rules engine = { .level = OVR_KEYS };
 
-		if (!strcmp(v->key, "version")) {
-			if (!yl_u64(v, &ver) || ver != 1) {
-				snprintf(why, size, "%u:%u: version: want 1", v->line, v->col);
-				return false;
-			}
-		} else if (!strcmp(v->key, "all")) {
-			if (!check_subtree(v, "all", why, size))
-				return false;
-		} else if (!strcmp(v->key, "devices")) {
-			if (!yl_is_null(v) && v->kind != YL_MAP) {
-				snprintf(why, size, "%u:%u: devices: expected a mapping", v->line, v->col);
-				return false;
-			}
-			for (size_t j = 0; !yl_is_null(v) && j < v->n; j++) {
-				char where[32];
-
-				if (!device_key(v->kids[j]->key, &idx)) {
-					snprintf(why, size, "%u:%u: devices: key '%.20s' is not an index",
-						 v->kids[j]->line, v->kids[j]->col, v->kids[j]->key);
-					return false;
-				}
-				snprintf(where, sizeof(where), "devices.%u", idx);
-				if (!check_subtree(v->kids[j], where, why, size))
-					return false;
-			}
-		} else {
-			snprintf(why, size, "%u:%u: %.60s: unknown field", v->line, v->col, v->key);
-			return false;
-		}
-	}
-	return true;
+	return yl_is_null(doc) || ovr_validate(doc, &engine, why, size) == 0;
 }
 
 /* Put the boot values of the non-reloadable keys back. */
 static int freeze(struct yl_node *n, const struct yl_node *base)
 {
-	const struct yl_node *bus = yl_path(base, "pci.bus_id");
-	struct yl_node *pci;
-
-	for (size_t i = 0; i < N(frozen); i++) {
-		const struct yl_node *v = yl_get(base, frozen[i]);
+	for (size_t i = 0; ovr_frozen[i]; i++) {
+		const struct yl_node *v = yl_path(base, ovr_frozen[i]);
+		struct yl_node *c;
 
 		if (!v)
-			yl_map_remove(n, frozen[i]);
-		else if (set_clone(n, frozen[i], v) < 0)
+			ovr_remove(n, ovr_frozen[i]);
+		else if (!(c = yl_clone(v)) || ovr_set(n, ovr_frozen[i], c) < 0)
 			return -ENOMEM;
 	}
-	if (!bus) {
-		yl_map_remove(yl_get(n, "pci"), "bus_id");
-		return 0;
-	}
-	pci = ensure_map(n, "pci");
-	return pci ? set_clone(pci, "bus_id", bus) : -ENOMEM;
+	return 0;
 }
 
 int eng_rebuild_device(struct mdev *d)
 {
-	const struct yl_node *devs = yl_get(eng.overrides, "devices");
 	struct yl_node *n = yl_clone(d->base);
 	bool changed;
-	unsigned idx;
 
 	if (!n)
 		return -ENOMEM;
-	if (eng_deep_merge(n, yl_get(eng.overrides, "all")) < 0)
-		goto err;
-	for (size_t j = 0; devs && j < devs->n; j++)
-		if (device_key(devs->kids[j]->key, &idx) && idx == d->prof_index &&
-		    eng_deep_merge(n, devs->kids[j]) < 0)
-			goto err;
-	if (freeze(n, d->base) < 0)
+	if (ovr_apply(n, eng.overrides, d->prof_index) < 0 || freeze(n, d->base) < 0)
 		goto err;
 	changed = !d->eff || !yl_equal(yl_get(d->eff, "failure"), yl_get(n, "failure"));
 	/* mdev_str hands out interned copies, so the old tree can go now. */

@@ -174,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (valid && doc->kind == YL_MAP) {
 		struct yl_node *dev = yl_get(base, "device_defaults");
 
-		if (eng_deep_merge(dev, yl_get(doc, "all")) < 0)
+		if (ovr_merge(dev, yl_get(doc, "all")) < 0)
 			abort();
 		walk(base, 0);
 	}

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
+#include "overrides/overrides.h"
 #include "workers/cri/cri.h"
 
 #define MAX_EDITS 16
@@ -141,7 +142,7 @@ static void common_edits(const struct host *h, const struct state *s, struct edi
 
 	e->env[e->nenv++] = "NVIDIA_VISIBLE_DEVICES=void";
 	e->env[e->nenv++] = "MOCK_NVML_CONFIG=/etc/nvml-mock/config.yaml";
-	e->env[e->nenv++] = "MOCK_NVML_OVERRIDES=/etc/nvml-mock/overrides.yaml";
+	e->env[e->nenv++] = "MOCK_NVML_OVERRIDES=/etc/nvml-mock/" OVR_DOC_NAME;
 	control(h, s, e);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(host, sizeof(host), "%s%s", s->mock_root, files[i].rel);

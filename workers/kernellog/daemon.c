@@ -304,7 +304,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(k.devices, sizeof(k.devices), "%s%s%s", host_root, mock_root, KLOG_DEVICES);
-	snprintf(k.overrides, sizeof(k.overrides), "%s%s%s", host_root, mock_root, KLOG_OVERRIDES);
+	if (ovr_path(k.overrides, sizeof(k.overrides), host_root, mock_root) < 0) {
+		fprintf(stderr, "mokka-kernellog: %s%s: path too long\n", host_root, mock_root);
+		return 2;
+	}
 	snprintf(k.state, sizeof(k.state), "%s%s%s", host_root, mock_root, KLOG_ANNOUNCED);
 
 	sigemptyset(&mask);

@@ -22,7 +22,6 @@
 
 #define KLOG_DEVICES "/kernellog/devices"		/* under R */
 #define KLOG_ANNOUNCED "/state/kernellog.announced"	/* under R */
-#define KLOG_OVERRIDES "/driver/config/overrides.yaml"	/* under R */
 #define KLOG_MAX_DEVICES 64
 #define KLOG_LINE_MAX 384
 #define KLOG_MAX_LINES 4
