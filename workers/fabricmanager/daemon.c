@@ -91,30 +91,21 @@ static void marker_assert(const struct fm_conf *c)
 	close(fd);
 }
 
-int main(int argc, char **argv)
-{
-	const char *conf_path = NULL;
-	struct fm_conf conf;
-	sigset_t mask;
-	int sfd;
-	uint64_t start, ready_at;
-	bool announced = false;
+static const char usage[] =
+	"Usage: %s -c CONFIG [--host-root DIR]\n"
+	"Mokka's fabric manager stand-in: keeps STATE_DIR/" MARKER " (the\n"
+	"readiness marker) while running; SIGHUP re-reads CONFIG.\n\n"
+	"  -c CONFIG           the daemon config the fabricmanager simulator wrote\n"
+	"  --host-root DIR     root that host paths live under (default /)\n"
+	"  --help, --version\n";
 
-	prctl(PR_SET_NAME, "nv-fabricmanager");
-	log_setup("nv-fabricmanager", LOG_LVL_INFO, LOG_FMT_TEXT);
-	/* The supervisor runs us as nv-fabricmanager; by hand we are
-	 * mokka-fabricmanager: name ourselves as invoked. */
-	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	static const char usage[] =
-		"Usage: %s -c CONFIG [--host-root DIR]\n"
-		"Mokka's fabric manager stand-in: keeps STATE_DIR/" MARKER " (the\n"
-		"readiness marker) while running; SIGHUP re-reads CONFIG.\n\n"
-		"  -c CONFIG           the daemon config the fabricmanager simulator wrote\n"
-		"  --host-root DIR     root that host paths live under (default /)\n"
-		"  --help, --version\n";
+/* The command line into *conf_path and host_root: -1 to go on, else the
+ * exit status (--help, --version, a usage error). */
+static int parse_args(int argc, char **argv, const char *prog, const char **conf_path)
+{
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
-			conf_path = argv[++i];
+			*conf_path = argv[++i];
 		else if (strcmp(argv[i], "--host-root") == 0 && i + 1 < argc) {
 			if (strcmp(argv[++i], "/") != 0)
 				snprintf(host_root, sizeof(host_root), "%s", argv[i]);
@@ -129,10 +120,89 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!conf_path) {
+	if (!*conf_path) {
 		fprintf(stderr, usage, prog);
 		return 2;
 	}
+	return -1;
+}
+
+/* SIGHUP: the new config, or the old one when it does not read.  A new
+ * delay counts from our start, as a fresh daemon's would; once ready we
+ * stay ready. */
+static void reload(const char *conf_path, struct fm_conf *conf, uint64_t start, bool announced,
+		   uint64_t *ready_at)
+{
+	struct fm_conf next;
+
+	if (read_conf(conf_path, &next) < 0) {
+		log_warn("reload: %s%s: %s; keeping the old config", host_root, conf_path,
+			 strerror(errno));
+		return;
+	}
+	if (strcmp(next.state_dir, conf->state_dir) != 0)
+		marker_remove(conf);
+	if (!announced)
+		*ready_at = start + (uint64_t)(next.init_delay_ms > 0 ? next.init_delay_ms : 0);
+	*conf = next;
+	log_info("reloaded: state dir %s, init delay %ld ms", conf->state_dir,
+		 conf->init_delay_ms);
+}
+
+/* Until SIGTERM/SIGINT: the marker after the delay, re-asserted; exit 0. */
+static int serve(const char *conf_path, struct fm_conf *conf, int sfd)
+{
+	uint64_t start = now_ms(), ready_at;
+	bool announced = false;
+
+	/* A marker left by a previous run must not claim readiness early. */
+	marker_remove(conf);
+	ready_at = start + (uint64_t)(conf->init_delay_ms > 0 ? conf->init_delay_ms : 0);
+	log_info("started; marker %s%s/%s after %ld ms", host_root, conf->state_dir, MARKER,
+		 conf->init_delay_ms);
+	for (;;) {
+		uint64_t now = now_ms();
+		struct signalfd_siginfo si;
+		struct pollfd p = { .fd = sfd, .events = POLLIN };
+		int timeout;
+
+		if (now >= ready_at) {
+			marker_assert(conf);
+			if (!announced)
+				log_info("fabric ready");
+			announced = true;
+			timeout = REASSERT_MS;
+		} else {
+			timeout = (int)(ready_at - now);
+		}
+		if (poll(&p, 1, timeout) <= 0)
+			continue;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGHUP) {
+			reload(conf_path, conf, start, announced, &ready_at);
+			continue;
+		}
+		marker_remove(conf);
+		log_info("stopping on signal %u", si.ssi_signo);
+		return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	/* The supervisor runs us as nv-fabricmanager; by hand we are
+	 * mokka-fabricmanager: name ourselves as invoked. */
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const char *conf_path = NULL;
+	struct fm_conf conf;
+	sigset_t mask;
+	int sfd, rc;
+
+	prctl(PR_SET_NAME, "nv-fabricmanager");
+	log_setup("nv-fabricmanager", LOG_LVL_INFO, LOG_FMT_TEXT);
+	if ((rc = parse_args(argc, argv, prog, &conf_path)) >= 0)
+		return rc;
 	if (read_conf(conf_path, &conf) < 0) {
 		log_error("%s%s: cannot read config: %s", host_root, conf_path, strerror(errno));
 		return 1;
@@ -147,51 +217,5 @@ int main(int argc, char **argv)
 		log_error("signalfd: %s", strerror(errno));
 		return 1;
 	}
-	/* A marker left by a previous run must not claim readiness early. */
-	marker_remove(&conf);
-	start = now_ms();
-	ready_at = start + (uint64_t)(conf.init_delay_ms > 0 ? conf.init_delay_ms : 0);
-	log_info("started; marker %s%s/%s after %ld ms", host_root, conf.state_dir, MARKER,
-		 conf.init_delay_ms);
-	for (;;) {
-		uint64_t now = now_ms();
-		int timeout;
-
-		if (now >= ready_at) {
-			marker_assert(&conf);
-			if (!announced)
-				log_info("fabric ready");
-			announced = true;
-			timeout = REASSERT_MS;
-		} else {
-			timeout = (int)(ready_at - now);
-		}
-		struct pollfd p = { .fd = sfd, .events = POLLIN };
-		if (poll(&p, 1, timeout) <= 0)
-			continue;
-		struct signalfd_siginfo si;
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo == SIGHUP) {
-			struct fm_conf next;
-			if (read_conf(conf_path, &next) < 0) {
-				log_warn("reload: %s%s: %s; keeping the old config", host_root,
-					 conf_path, strerror(errno));
-				continue;
-			}
-			if (strcmp(next.state_dir, conf.state_dir) != 0)
-				marker_remove(&conf);
-			/* A new delay counts from our start, as a fresh daemon's would;
-			 * once ready we stay ready. */
-			if (!announced)
-				ready_at = start + (uint64_t)(next.init_delay_ms > 0 ? next.init_delay_ms : 0);
-			conf = next;
-			log_info("reloaded: state dir %s, init delay %ld ms", conf.state_dir,
-				 conf.init_delay_ms);
-			continue;
-		}
-		marker_remove(&conf);
-		log_info("stopping on signal %u", si.ssi_signo);
-		return 0;
-	}
+	return serve(conf_path, &conf, sfd);
 }

@@ -59,7 +59,28 @@ static void cleanup(struct mockib *d)
 		close(d->epfd);
 }
 
-int main(int argc, char **argv)
+struct args {
+	const char *conf;
+	enum log_level lvl;
+	enum log_format fmt;
+};
+
+/* --host-root: absolute, without trailing '/'.  0 or the exit status. */
+static int set_host_root(struct mockib *d, const char *v)
+{
+	if (v[0] != '/') {
+		fprintf(stderr, "mock-ib: --host-root: '%s' is not an absolute path\n", v);
+		return 2;
+	}
+	snprintf(d->host_root, sizeof(d->host_root), "%s", v);
+	for (size_t n = strlen(d->host_root); n > 0 && d->host_root[n - 1] == '/'; n--)
+		d->host_root[n - 1] = '\0';
+	return 0;
+}
+
+/* The command line: -1 to go on, else the exit status (--help, --version,
+ * a usage error). */
+static int parse_args(int argc, char **argv, struct mockib *d, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -70,40 +91,26 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct mockib d;
-	enum log_level lvl = LOG_LVL_INFO;
-	enum log_format fmt = LOG_FMT_TEXT;
-	const char *conf = NULL;
-	char err[512];
-	struct rlimit rl;
-	int o, rc;
+	int o;
 
-	prctl(PR_SET_NAME, "mock-ib");
-	d.epfd = d.sig_w.fd = d.timer_w.fd = d.listen_w.fd = -1;
 	while ((o = getopt_long(argc, argv, "c:r:l:f:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':
-			conf = optarg;
+			a->conf = optarg;
 			break;
 		case 'r':
-			if (optarg[0] != '/') {
-				fprintf(stderr, "mock-ib: --host-root: '%s' is not an absolute path\n",
-					optarg);
+			if (set_host_root(d, optarg))
 				return 2;
-			}
-			snprintf(d.host_root, sizeof(d.host_root), "%s", optarg);
-			for (size_t n = strlen(d.host_root); n > 0 && d.host_root[n - 1] == '/'; n--)
-				d.host_root[n - 1] = '\0';
 			break;
 		case 'l':
-			if (log_parse_level(optarg, &lvl) < 0) {
+			if (log_parse_level(optarg, &a->lvl) < 0) {
 				fprintf(stderr, "mock-ib: --log-level: want error|warn|info|debug, "
 					"got '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'f':
-			if (log_parse_format(optarg, &fmt) < 0) {
+			if (log_parse_format(optarg, &a->fmt) < 0) {
 				fprintf(stderr, "mock-ib: --log-format: want text|json, got '%s'\n",
 					optarg);
 				return 2;
@@ -120,41 +127,63 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!conf || optind != argc) {
+	if (!a->conf || optind != argc) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	log_setup("mock-ib", lvl, fmt);
+	return -1;
+}
+
+/* Config, fabric, sockets and relay up: 0, or -1 after logging why. */
+static int start(struct mockib *d, const char *conf)
+{
+	struct rlimit rl;
+	char err[512];
+
 	/* One fd per emulated umad/netlink fd of every client process. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	snprintf(d.conf_path, sizeof(d.conf_path), "%s", conf);
+	snprintf(d->conf_path, sizeof(d->conf_path), "%s", conf);
 	/* Relay request ids differ from a previous run's, whose late replies
 	 * may still be on the way. */
-	d.next_req_id = (uint64_t)time(NULL) << 24;
-	if (!(d.ib = calloc(1, sizeof(*d.ib)))) {
+	d->next_req_id = (uint64_t)time(NULL) << 24;
+	if (!(d->ib = calloc(1, sizeof(*d->ib)))) {
 		log_error("out of memory");
-		return 1;
+		return -1;
 	}
-	if (mib_config_load(d.host_root, d.conf_path, d.node, d.ib, &d.reg_json, &d.reg_len, err,
-			    sizeof(err)) < 0) {
+	if (mib_config_load(d->host_root, d->conf_path, d->node, d->ib, &d->reg_json, &d->reg_len,
+			    err, sizeof(err)) < 0) {
 		log_error("%s", err);
-		cleanup(&d);
-		return 1;
+		return -1;
 	}
-	if ((d.epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+	if ((d->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		log_error("epoll_create1: %s", strerror(errno));
-		cleanup(&d);
-		return 1;
+		return -1;
 	}
-	if (mib_fabric_rebuild(&d) < 0 || mib_listen_open(&d) < 0) {
-		cleanup(&d);
-		return 1;
-	}
+	if (mib_fabric_rebuild(d) < 0 || mib_listen_open(d) < 0)
+		return -1;
 	/* A relay that cannot listen is logged; the local node still serves. */
-	mib_relay_start(&d);
+	mib_relay_start(d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct mockib d;
+	struct args a = { NULL, LOG_LVL_INFO, LOG_FMT_TEXT };
+	int rc;
+
+	prctl(PR_SET_NAME, "mock-ib");
+	d.epfd = d.sig_w.fd = d.timer_w.fd = d.listen_w.fd = -1;
+	if ((rc = parse_args(argc, argv, &d, &a)) >= 0)
+		return rc;
+	log_setup("mock-ib", a.lvl, a.fmt);
+	if (start(&d, a.conf) < 0) {
+		cleanup(&d);
+		return 1;
+	}
 	log_info("serving node %s: %d HCA(s), pid %d", d.node, d.ib->enabled ? d.ib->num_hcas : 0,
 		 (int)getpid());
 	rc = mib_run(&d);
