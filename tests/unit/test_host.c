@@ -448,6 +448,18 @@ Test(host, unlink_and_copy_in)
 	cr_assert_lt(host_copy_in(&h, "/nonexistent/mokka", "/dst/none", 0600), 0);
 }
 
+Test(host, mock_path_joins_the_mock_root)
+{
+	char buf[32];
+
+	cr_assert_eq(host_mock_path(R, buf, sizeof(buf), "/ib/%s", "x.json"), 0);
+	cr_assert_str_eq(buf, R "/ib/x.json");
+	cr_assert_eq(host_mock_path(R, buf, sizeof(buf), "/%s", "a-suffix-too-long"),
+		     -ENAMETOOLONG);
+	cr_assert_eq(host_mock_path("/a-root-longer-than-the-buffer!!", buf, sizeof(buf), "/x"),
+		     -ENAMETOOLONG);
+}
+
 /* ---- manifests ---- */
 
 Test(manifest, add_has_dedup)
