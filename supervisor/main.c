@@ -73,42 +73,14 @@ static void set_source_error(struct supervisor *s, const char *msg)
 static void on_update(void *arg, const char *profile, size_t plen, const char *topo, size_t tlen)
 {
 	struct supervisor *s = arg;
-	struct compile_opts o = {
-		.node_name = s->opt.node_name,
-		.mock_root = s->opt.mock_root,
-		.driver_version = getenv("DRIVER_VERSION"),
-		.gpu_count_cap = getenv("GPU_COUNT") ? atoi(getenv("GPU_COUNT")) : 0,
-		.fabric_state_dir = getenv("MOCK_FABRICMANAGER_STATE_DIR"),
-		.nvidia_smi_src = options_find_nvidia_smi(s->opt.nvidia_smi),
-		.ib_port = s->opt.ib_port,
-		.ib_peers = s->opt.ib_peers,
-		.ib_listen = s->opt.ib_listen,
-		.ib_socket = s->opt.ib_socket,
-		.cri_runtime = s->opt.cri_runtime,
-		.cri_restart = s->opt.cri_restart,
-		.cri_config = s->opt.cri_config,
-		.cri_config_dir = s->opt.cri_config_dir,
-		.cri_unit = s->opt.cri_unit,
-		.cri_nri = s->opt.cri_nri,
-		.cri_nri_socket = s->opt.cri_nri_socket,
-		.imex_enabled = s->opt.imex_enabled,
-		.imex_channel_count = s->opt.imex_channel_count,
-		.imex_channel_major = s->opt.imex_channel_major,
-		.imex_caps_major = s->opt.imex_caps_major,
-		.imex_archive = s->opt.imex_archive,
-		.imex_checksums = s->opt.imex_checksums,
-		.kernel_log = s->opt.kernel_log,
-	};
+	/* The environment was read once, with the flags over it (options.c). */
+	const struct compile_opts o = s->opt.compile;
 	struct state st;
 	char err[1024];
-	uint64_t delay;
 	int r;
 
 	if (s->shutting_down)
 		return;
-	if (getenv("MOCK_FABRICMANAGER_INIT_DELAY") &&
-	    parse_duration_ms(getenv("MOCK_FABRICMANAGER_INIT_DELAY"), &delay) == 0)
-		o.fabric_init_delay_ms = (long)delay;
 	state_init(&st);
 	r = compile_profile(s->opt.config ? s->opt.config : "<built-in>",
 			    profile ? profile : compile_default_profile,
@@ -131,7 +103,7 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 	if (r > 0)
 		return;	/* same compiled state: nothing to do */
 	log_info("desired state: generation %llu (%d GPUs, node %s)",
-		 (unsigned long long)s->state.generation, s->state.num_devices, s->opt.node_name);
+		 (unsigned long long)s->state.generation, s->state.num_devices, o.node_name);
 }
 
 static void on_source_error(void *arg, const char *msg)

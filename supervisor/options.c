@@ -1,180 +1,227 @@
+/* The flags of mokka-supervisor as one table: name, argument kind,
+ * destination and --help text.  Each destination starts from its default
+ * or its environment variable (profile_env_read, the one place the
+ * environment is read), and a flag is written over it: flag > env >
+ * default. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "profile/compile.h"
+#include "profile/env.h"
 #include "supervisor/options.h"
 
-static const struct {
-	const char *unit;
-	double ms;
-} duration_units[] = {
-	{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
-	{ "us", 0.001 }, { "ns", 0.000001 },
+enum kind {
+	K_TRUE,		/* no argument: bool set */
+	K_STR,		/* const char * */
+	K_STR_OR_NULL,	/* const char *, "" = NULL */
+	K_NONEMPTY,	/* const char *, "" keeps the default */
+	K_ROOT,		/* char[], absolute, trailing slashes stripped */
+	K_DURATION,	/* uint64_t ms */
+	K_LEVEL,	/* enum log_level */
+	K_FORMAT,	/* enum log_format */
+	K_SAFE_PATH,	/* const char *, absolute, no ".." */
+	K_PORT,		/* int 1..65535 */
+	K_BOOL,		/* optional argument: bool, no argument = true */
+	K_INT,		/* int lo..hi (profile_parse_int) */
+	K_PATH,		/* const char * (profile_parse_path: "" allowed) */
+	K_HELP,
+	K_VERSION,
 };
 
-int parse_duration_ms(const char *s, uint64_t *ms)
-{
-	double total = 0;
+static const struct flag {
+	const char *name;
+	const char *arg;	/* --help's name for the argument; "[=X]" is optional */
+	enum kind kind;
+	size_t off;		/* in struct options */
+	const char *help;	/* NULL: not listed on its own */
+	long lo, hi;		/* K_INT */
+} flags[] = {
+#define AT(f) offsetof(struct options, f)
+#define CO(f) offsetof(struct options, compile.f)
+#define F(n, a, k, o, h) { .name = n, .arg = a, .kind = k, .off = o, .help = h }
+#define FI(n, o, h, l, u) { .name = n, .arg = "N", .kind = K_INT, .off = o, .help = h, .lo = l, .hi = u }
+	F("foreground", NULL, K_TRUE, AT(foreground),
+	  "stay attached (the default; for systemd Type=notify)"),
+	F("config", "FILE", K_STR, AT(config),
+	  "GPU profile (default: built-in 8x H100 SXM, 2 NUMA nodes)"),
+	F("topology", "FILE", K_STR_OR_NULL, AT(topology), "ComputeDomain topology document"),
+	F("host-root", "DIR", K_ROOT, AT(host_root), "root that host paths live under (default /)"),
+	F("health-addr", "ADDR", K_STR, AT(health_addr), "health/metrics listener (default :9091)"),
+	F("resync-interval", "DUR", K_DURATION, AT(resync_ms),
+	  "re-read the files regardless (default 1m)"),
+	F("shutdown-timeout", "DUR", K_DURATION, AT(shutdown_ms),
+	  "teardown budget on SIGTERM (default 8s)"),
+	F("log-level", "LEVEL", K_LEVEL, AT(log_level), "error|warn|info|debug (default info)"),
+	F("log-format", "FMT", K_FORMAT, AT(log_format), "text|json (default text)"),
+	F("node-name", "NAME", K_STR, CO(node_name), "node name (default $NODE_NAME, else hostname)"),
+	F("simulators", "LIST", K_STR, AT(simulators), "comma-separated subset to run (default: all)"),
+	F("mock-root", "PATH", K_SAFE_PATH, AT(mock_root),
+	  "host path of the mock tree (default /var/lib/nvml-mock)"),
+	F("nvidia-smi", "PATH", K_NONEMPTY, CO(nvidia_smi_src),
+	  "real nvidia-smi binary to stage (default: search)"),
+	F("ib-port", "PORT", K_PORT, CO(ib_port),
+	  "mock-ib fabric relay port (default $MOCK_IB_PING_PORT, 18515)"),
+	F("ib-peers", "LIST", K_STR, CO(ib_peers),
+	  "mock-ib peers, host[:port],... (default $MOCK_IB_PEERS)"),
+	F("ib-listen", "ADDR", K_STR, CO(ib_listen),
+	  "relay listen address (default 0.0.0.0 with peers or\n"
+	  "                            MOCK_IB_PING_FABRIC=1, else off)"),
+	F("ib-socket", "PATH", K_SAFE_PATH, CO(ib_socket),
+	  "mock-ib socket, host path (default <mock-root>/run/mock-ib.sock)"),
+	F("container-runtime", "RT", K_STR, CO(cri_runtime),
+	  "containerd|none: set up containerd for CDI (default containerd)"),
+	F("container-runtime-restart", "MODE", K_STR, CO(cri_restart),
+	  "systemd|none: restart it on change (default systemd)"),
+	/* one space more: aligned with the line above */
+	F("container-runtime-config", "FILE", K_STR, CO(cri_config),
+	  " host path (default /etc/containerd/config.toml)"),
+	F("container-runtime-config-dir", "DIR", K_STR, CO(cri_config_dir),
+	  "drop-in dir under the config's dir\n"
+	  "                            (default /etc/containerd/conf.d)"),
+	F("container-runtime-systemd-unit", "UNIT", K_STR, CO(cri_unit),
+	  "(default containerd.service)"),
+	F("nri-plugin", NULL, K_TRUE, CO(cri_nri), "the NRI plugin is deployed: enable containerd's NRI"),
+	F("nri-socket", "PATH", K_STR, CO(cri_nri_socket),
+	  "NRI socket, host path (default /var/run/nri/nri.sock)"),
+	F("imex-channels", "[=BOOL]", K_BOOL, CO(imex_enabled),
+	  "stage IMEX channel devices (default $IMEX_MOCK_CHANNELS)"),
+	FI("imex-channel-count", CO(imex_channel_count),
+	   "channels (default $IMEX_CHANNEL_COUNT, 2048)", 1, STATE_IMEX_MAX_CHANNELS),
+	FI("imex-channel-major", CO(imex_channel_major),
+	   "nvidia-caps-imex-channels major (default 235)", 1, 4095),
+	FI("imex-caps-major", CO(imex_caps_major), "nvidia-caps major (default 236)", 1, 4095),
+	F("imex-archive", "PATH", K_PATH, CO(imex_archive),
+	  "IMEX redist .tar.xz or image directory to stage"),
+	F("imex-checksums", "FILE", K_PATH, CO(imex_checksums),
+	  "sha256sum list for it (default beside it)"),
+	F("kernel-log", "PATH", K_PATH, CO(kernel_log),
+	  "where injected Xids are announced (default\n"
+	  "                            $MOCK_NVML_KMSG, /dev/kmsg; empty = off)"),
+	F("help", NULL, K_HELP, 0, NULL),
+	F("version", NULL, K_VERSION, 0, NULL),
+#undef AT
+#undef CO
+#undef F
+#undef FI
+};
 
-	if (!s || !*s)
-		return -EINVAL;
-	if (strcmp(s, "0") == 0) {
-		*ms = 0;
-		return 0;
-	}
-	while (*s) {
-		char *end;
-		double v = strtod(s, &end);
-		size_t best = 0;
-		double mult = 0;
-
-		if (end == s || !(v >= 0))	/* also NaN */
-			return -EINVAL;
-		for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-			size_t n = strlen(duration_units[i].unit);
-			/* longest match: "ms" before "m" */
-			if (strncmp(end, duration_units[i].unit, n) == 0 && n > best) {
-				best = n;
-				mult = duration_units[i].ms;
-			}
-		}
-		if (!best)
-			return -EINVAL;
-		total += v * mult;
-		s = end + best;
-	}
-	if (total > 1e12)
-		return -EINVAL;
-	*ms = (uint64_t)total;
-	return 0;
-}
-
-const char *options_find_nvidia_smi(const char *flag)
-{
-	static const char *const candidates[] = {
-		MOKKA_PKGDATADIR "/nvidia-smi", "/usr/bin/nvidia-smi",
-	};
-	const char *env = getenv("MOKKA_NVIDIA_SMI");
-
-	if (flag && *flag)
-		return flag;
-	if (env && *env)
-		return env;
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
-		if (access(candidates[i], X_OK) == 0)
-			return candidates[i];
-	return NULL;
-}
-
-/* The container runtime flags together (the drop-in directory must lie
- * under the config file's directory, whichever of the two was given). */
-static int options_check_cri(const struct options *o)
-{
-	struct compile_opts co = {
-		.cri_runtime = o->cri_runtime, .cri_restart = o->cri_restart,
-		.cri_config = o->cri_config, .cri_config_dir = o->cri_config_dir,
-		.cri_unit = o->cri_unit, .cri_nri = o->cri_nri,
-		.cri_nri_socket = o->cri_nri_socket,
-	};
-	char err[512];
-
-	if (compile_cri_flags(&co, err, sizeof(err)) == 0)
-		return 0;
-	fprintf(stderr, "mokka-supervisor: %s\n", err);
-	return -EINVAL;
-}
+#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
+#define HELP_COLUMN 26	/* where the help text starts, after "  " */
 
 static void usage(FILE *f)
 {
 	fputs("Usage: mokka-supervisor [OPTIONS]\n"
 	      "Make this node look like an NVIDIA GPU node: parse the desired state and run\n"
-	      "one isolated worker per simulator (stage, barrier, daemons, apply).\n\n"
-	      "  --foreground              stay attached (the default; for systemd Type=notify)\n"
-	      "  --config FILE             GPU profile (default: built-in 8x H100 SXM, 2 NUMA nodes)\n"
-	      "  --topology FILE           ComputeDomain topology document\n"
-	      "  --host-root DIR           root that host paths live under (default /)\n"
-	      "  --health-addr ADDR        health/metrics listener (default :9091)\n"
-	      "  --resync-interval DUR     re-read the files regardless (default 1m)\n"
-	      "  --shutdown-timeout DUR    teardown budget on SIGTERM (default 8s)\n"
-	      "  --log-level LEVEL         error|warn|info|debug (default info)\n"
-	      "  --log-format FMT          text|json (default text)\n"
-	      "  --node-name NAME          node name (default $NODE_NAME, else hostname)\n"
-	      "  --simulators LIST         comma-separated subset to run (default: all)\n"
-	      "  --mock-root PATH          host path of the mock tree (default /var/lib/nvml-mock)\n"
-	      "  --nvidia-smi PATH         real nvidia-smi binary to stage (default: search)\n"
-	      "  --ib-port PORT            mock-ib fabric relay port (default $MOCK_IB_PING_PORT, 18515)\n"
-	      "  --ib-peers LIST           mock-ib peers, host[:port],... (default $MOCK_IB_PEERS)\n"
-	      "  --ib-listen ADDR          relay listen address (default 0.0.0.0 with peers or\n"
-	      "                            MOCK_IB_PING_FABRIC=1, else off)\n"
-	      "  --ib-socket PATH          mock-ib socket, host path (default <mock-root>/run/mock-ib.sock)\n"
-	      "  --container-runtime RT    containerd|none: set up containerd for CDI (default containerd)\n"
-	      "  --container-runtime-restart MODE  systemd|none: restart it on change (default systemd)\n"
-	      "  --container-runtime-config FILE   host path (default /etc/containerd/config.toml)\n"
-	      "  --container-runtime-config-dir DIR  drop-in dir under the config's dir\n"
-	      "                            (default /etc/containerd/conf.d)\n"
-	      "  --container-runtime-systemd-unit UNIT  (default containerd.service)\n"
-	      "  --nri-plugin              the NRI plugin is deployed: enable containerd's NRI\n"
-	      "  --nri-socket PATH         NRI socket, host path (default /var/run/nri/nri.sock)\n"
-	      "  --imex-channels[=BOOL]    stage IMEX channel devices (default $IMEX_MOCK_CHANNELS)\n"
-	      "  --imex-channel-count N    channels (default $IMEX_CHANNEL_COUNT, 2048)\n"
-	      "  --imex-channel-major N    nvidia-caps-imex-channels major (default 235)\n"
-	      "  --imex-caps-major N       nvidia-caps major (default 236)\n"
-	      "  --imex-archive PATH       IMEX redist .tar.xz or image directory to stage\n"
-	      "  --imex-checksums FILE     sha256sum list for it (default beside it)\n"
-	      "  --kernel-log PATH         where injected Xids are announced (default\n"
-	      "                            $MOCK_NVML_KMSG, /dev/kmsg; empty = off)\n"
-	      "  --help, --version\n\n"
+	      "one isolated worker per simulator (stage, barrier, daemons, apply).\n\n", f);
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *g = &flags[i];
+		char left[64];
+		int n;
+
+		if (!g->help)
+			continue;
+		n = snprintf(left, sizeof(left), "--%s%s%s", g->name,
+			     g->arg && g->arg[0] != '[' ? " " : "", g->arg ? g->arg : "");
+		/* a long name pushes its text right, two spaces after it */
+		fprintf(f, "  %-*s%s%s\n", HELP_COLUMN, left, n >= HELP_COLUMN ? "  " : "", g->help);
+	}
+	fputs("  --help, --version\n\n"
 	      "Health: GET /healthz, /readyz, /metrics on --health-addr.\n", f);
 }
 
-int options_parse(int argc, char **argv, struct options *o)
+static int bad(const struct flag *g, const char *fmt, ...)
 {
-	enum { O_CONFIG = 256, O_TOPO, O_ROOT, O_HEALTH, O_RESYNC, O_SHUT, O_LVL, O_FMT,
-	       O_NODE, O_SIMS, O_MOCK, O_FG, O_HELP, O_VERSION, O_SMI, O_IBPORT, O_IBPEERS,
-	       O_IBLISTEN, O_IBSOCK, O_CRT, O_CRTRESTART, O_CRTCONF, O_CRTDIR, O_CRTUNIT,
-	       O_NRI, O_NRISOCK, O_IMEX_FIRST };
-	static const struct option opts[] = {
-		{ "foreground", no_argument, NULL, O_FG },
-		{ "config", required_argument, NULL, O_CONFIG },
-		{ "topology", required_argument, NULL, O_TOPO },
-		{ "host-root", required_argument, NULL, O_ROOT },
-		{ "health-addr", required_argument, NULL, O_HEALTH },
-		{ "resync-interval", required_argument, NULL, O_RESYNC },
-		{ "shutdown-timeout", required_argument, NULL, O_SHUT },
-		{ "log-level", required_argument, NULL, O_LVL },
-		{ "log-format", required_argument, NULL, O_FMT },
-		{ "node-name", required_argument, NULL, O_NODE },
-		{ "simulators", required_argument, NULL, O_SIMS },
-		{ "mock-root", required_argument, NULL, O_MOCK },
-		{ "nvidia-smi", required_argument, NULL, O_SMI },
-		{ "ib-port", required_argument, NULL, O_IBPORT },
-		{ "ib-peers", required_argument, NULL, O_IBPEERS },
-		{ "ib-listen", required_argument, NULL, O_IBLISTEN },
-		{ "ib-socket", required_argument, NULL, O_IBSOCK },
-		{ "container-runtime", required_argument, NULL, O_CRT },
-		{ "container-runtime-restart", required_argument, NULL, O_CRTRESTART },
-		{ "container-runtime-config", required_argument, NULL, O_CRTCONF },
-		{ "container-runtime-config-dir", required_argument, NULL, O_CRTDIR },
-		{ "container-runtime-systemd-unit", required_argument, NULL, O_CRTUNIT },
-		{ "nri-plugin", no_argument, NULL, O_NRI },
-		{ "nri-socket", required_argument, NULL, O_NRISOCK },
-		{ "imex-channels", optional_argument, NULL, O_IMEX_FIRST + OPT_IMEX_CHANNELS },
-		{ "imex-channel-count", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_COUNT },
-		{ "imex-channel-major", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_MAJOR },
-		{ "imex-caps-major", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_CAPS_MAJOR },
-		{ "imex-archive", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_ARCHIVE },
-		{ "imex-checksums", required_argument, NULL, O_IMEX_FIRST + OPT_IMEX_CHECKSUMS },
-		{ "kernel-log", required_argument, NULL, O_IMEX_FIRST + OPT_KERNEL_LOG },
-		{ "help", no_argument, NULL, O_HELP },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
+	va_list ap;
 
+	fprintf(stderr, "mokka-supervisor: --%s: ", g->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
+
+static int set_root(const struct flag *g, const char *arg, char *root, size_t len)
+{
+	if (arg[0] != '/')
+		return bad(g, "'%s' is not an absolute path", arg);
+	snprintf(root, len, "%s", arg);
+	for (size_t n = strlen(root); n > 0 && root[n - 1] == '/'; n--)
+		root[n - 1] = '\0';
+	return 0;
+}
+
+static int set_port(const struct flag *g, const char *arg, int *port)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*end || v < 1 || v > 65535)
+		return bad(g, "want 1..65535, got '%s'", arg);
+	*port = (int)v;
+	return 0;
+}
+
+/* The profile's parsers say "--name: want ..., got '...'" themselves. */
+static int shared(int r, const char *err)
+{
+	if (r < 0)
+		fprintf(stderr, "mokka-supervisor: %s\n", err);
+	return r;
+}
+
+/* One flag into its destination: 0, or -EINVAL with the message printed. */
+static int set_flag(struct options *o, const struct flag *g, const char *arg)
+{
+	void *dst = (char *)o + g->off;
+	char what[64], err[512];
+
+	snprintf(what, sizeof(what), "--%s", g->name);
+	switch (g->kind) {
+	case K_TRUE: *(bool *)dst = true; return 0;
+	case K_STR: *(const char **)dst = arg; return 0;
+	case K_STR_OR_NULL: *(const char **)dst = *arg ? arg : NULL; return 0;
+	case K_NONEMPTY:
+		if (*arg)
+			*(const char **)dst = arg;
+		return 0;
+	case K_ROOT: return set_root(g, arg, dst, sizeof(o->host_root));
+	case K_DURATION:
+		if (parse_duration_ms(arg, dst) < 0)
+			return bad(g, "invalid duration '%s' (e.g. 8s, 1m, 500ms)", arg);
+		return 0;
+	case K_LEVEL:
+		if (log_parse_level(arg, dst) < 0)
+			return bad(g, "want error|warn|info|debug, got '%s'", arg);
+		return 0;
+	case K_FORMAT:
+		if (log_parse_format(arg, dst) < 0)
+			return bad(g, "want text|json, got '%s'", arg);
+		return 0;
+	case K_SAFE_PATH:
+		if (arg[0] != '/' || strstr(arg, ".."))
+			return bad(g, "want an absolute path without '..', got '%s'", arg);
+		*(const char **)dst = arg;
+		return 0;
+	case K_PORT: return set_port(g, arg, dst);
+	case K_BOOL:
+		return shared(profile_parse_bool(what, arg ? arg : "true", dst, err, sizeof(err)), err);
+	case K_INT:
+		return shared(profile_parse_int(what, arg, g->lo, g->hi, dst, err, sizeof(err)), err);
+	case K_PATH: return shared(profile_parse_path(what, arg, dst, err, sizeof(err)), err);
+	case K_HELP: usage(stdout); return 1;
+	case K_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
+	}
+	return -EINVAL;
+}
+
+static void defaults(struct options *o)
+{
 	memset(o, 0, sizeof(*o));
 	o->foreground = true;
 	o->health_addr = ":9091";
@@ -183,104 +230,17 @@ int options_parse(int argc, char **argv, struct options *o)
 	o->log_level = LOG_LVL_INFO;
 	o->log_format = LOG_FMT_TEXT;
 	o->mock_root = "/var/lib/nvml-mock";
-	if (getenv("NODE_NAME") && *getenv("NODE_NAME"))
-		snprintf(o->node_name, sizeof(o->node_name), "%s", getenv("NODE_NAME"));
-	else
-		gethostname(o->node_name, sizeof(o->node_name) - 1);
-	/* The reference's environment, so its chart keeps working. */
-	if (getenv("MOCK_IB_PING_PORT"))
-		o->ib_port = atoi(getenv("MOCK_IB_PING_PORT"));
-	if (getenv("MOCK_IB_PEERS") && *getenv("MOCK_IB_PEERS"))
-		o->ib_peers = getenv("MOCK_IB_PEERS");
-	if (getenv("MOCK_IB_PING_FABRIC") && !strcmp(getenv("MOCK_IB_PING_FABRIC"), "1"))
-		o->ib_listen = "0.0.0.0";
+}
 
-	if (options_imex_defaults(o) < 0)
-		return -EINVAL;
+/* The flags together: the container runtime's (the drop-in directory must
+ * lie under the config file's directory, whichever of the two was given),
+ * the IMEX majors, no positional arguments. */
+static int check(struct options *o, int argc, char **argv)
+{
+	char err[512];
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case O_FG: o->foreground = true; break;
-		case O_CONFIG: o->config = optarg; break;
-		case O_TOPO: o->topology = *optarg ? optarg : NULL; break;
-		case O_ROOT:
-			if (optarg[0] != '/') {
-				fprintf(stderr, "mokka-supervisor: --host-root: '%s' is not an absolute path\n", optarg);
-				return -EINVAL;
-			}
-			snprintf(o->host_root, sizeof(o->host_root), "%s", optarg);
-			for (size_t n = strlen(o->host_root); n > 0 && o->host_root[n - 1] == '/'; n--)
-				o->host_root[n - 1] = '\0';
-			break;
-		case O_HEALTH: o->health_addr = optarg; break;
-		case O_RESYNC:
-		case O_SHUT:
-			if (parse_duration_ms(optarg, c == O_RESYNC ? &o->resync_ms : &o->shutdown_ms) < 0) {
-				fprintf(stderr, "mokka-supervisor: --%s: invalid duration '%s' (e.g. 8s, 1m, 500ms)\n",
-					c == O_RESYNC ? "resync-interval" : "shutdown-timeout", optarg);
-				return -EINVAL;
-			}
-			break;
-		case O_LVL:
-			if (log_parse_level(optarg, &o->log_level) < 0) {
-				fprintf(stderr, "mokka-supervisor: --log-level: want error|warn|info|debug, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case O_FMT:
-			if (log_parse_format(optarg, &o->log_format) < 0) {
-				fprintf(stderr, "mokka-supervisor: --log-format: want text|json, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case O_NODE: snprintf(o->node_name, sizeof(o->node_name), "%s", optarg); break;
-		case O_SIMS: o->simulators = optarg; break;
-		case O_MOCK:
-			if (optarg[0] != '/' || strstr(optarg, "..")) {
-				fprintf(stderr, "mokka-supervisor: --mock-root: want an absolute path without '..', got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->mock_root = optarg;
-			break;
-		case O_SMI: o->nvidia_smi = optarg; break;
-		case O_IBPORT: {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 65535) {
-				fprintf(stderr, "mokka-supervisor: --ib-port: want 1..65535, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->ib_port = (int)v;
-			break;
-		}
-		case O_IBPEERS: o->ib_peers = optarg; break;
-		case O_IBLISTEN: o->ib_listen = optarg; break;
-		case O_IBSOCK:
-			if (optarg[0] != '/' || strstr(optarg, "..")) {
-				fprintf(stderr, "mokka-supervisor: --ib-socket: want an absolute path without '..', got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->ib_socket = optarg;
-			break;
-		case O_CRT: o->cri_runtime = optarg; break;
-		case O_CRTRESTART: o->cri_restart = optarg; break;
-		case O_CRTCONF: o->cri_config = optarg; break;
-		case O_CRTDIR: o->cri_config_dir = optarg; break;
-		case O_CRTUNIT: o->cri_unit = optarg; break;
-		case O_NRI: o->cri_nri = true; break;
-		case O_NRISOCK: o->cri_nri_socket = optarg; break;
-		case O_IMEX_FIRST + OPT_IMEX_CHANNELS ... O_IMEX_FIRST + OPT_KERNEL_LOG:
-			if (options_imex_flag(o, (enum options_imex)(c - O_IMEX_FIRST), optarg) < 0)
-				return -EINVAL;
-			break;
-		case O_HELP: usage(stdout); return 1;
-		case O_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
-		default: usage(stderr); return -EINVAL;
-		}
-	}
-	if (options_check_cri(o) < 0)
-		return -EINVAL;
+	if (compile_cri_flags(&o->compile, err, sizeof(err)) < 0)
+		return shared(-EINVAL, err);
 	if (options_imex_check(o) < 0)
 		return -EINVAL;
 	if (optind < argc) {
@@ -288,5 +248,34 @@ int options_parse(int argc, char **argv, struct options *o)
 		usage(stderr);
 		return -EINVAL;
 	}
+	o->compile.mock_root = o->mock_root;
 	return 0;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+	static struct option opts[NFLAGS + 1];
+	char err[512];
+	int c, r;
+
+	for (size_t i = 0; i < NFLAGS; i++)
+		opts[i] = (struct option){
+			flags[i].name,
+			flags[i].kind == K_BOOL ? optional_argument :
+			flags[i].arg ? required_argument : no_argument,
+			NULL, 256 + (int)i,
+		};
+	defaults(o);
+	if (profile_env_read(&o->compile, err, sizeof(err)) < 0)
+		return shared(-EINVAL, err);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c < 256 || c >= 256 + (int)NFLAGS) {
+			usage(stderr);
+			return -EINVAL;
+		}
+		if ((r = set_flag(o, &flags[c - 256], optarg)) != 0)
+			return r;
+	}
+	return check(o, argc, argv);
 }

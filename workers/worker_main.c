@@ -19,7 +19,7 @@
 #include "ipc/log.h"
 #include "ipc/msg.h"
 #include "profile/compile.h"
-#include "supervisor/options.h"
+#include "profile/env.h"
 #include "fileio/fileio.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
@@ -51,40 +51,44 @@ static void usage(FILE *f, const char *prog)
 		"Ctrl-C, then discard), status (print readiness).\n", prog);
 }
 
-static int compile_cli(struct worker *w, const char *config, const char *topology,
-		       const char *node)
+/* The stand-alone CLI's flags; NULL = the default (the environment's, as
+ * the supervisor reads it: profile/env.h). */
+struct cli {
+	char comp[64];			/* mokka-worker-NAME */
+	const char *config, *topology, *node;
+	enum log_level lvl;
+	enum log_format fmt;
+};
+
+static int compile_cli(struct worker *w, const struct cli *a)
 {
 	char *prof = NULL, *topo = NULL, err[1024];
 	size_t plen = 0, tlen = 0;
-	struct compile_opts o = { .node_name = node,
-				  .nvidia_smi_src = options_find_nvidia_smi(NULL) };
-	struct options env = { 0 };
+	struct compile_opts o;
 	int r;
 
-	/* The environment the supervisor would read (IMEX_*, MOCK_NVML_KMSG). */
-	if ((r = options_imex_defaults(&env)) < 0)
+	if ((r = profile_env_read(&o, err, sizeof(err))) < 0) {
+		fprintf(stderr, "%s: %s\n", a->comp, err);
 		return r;
-	o.imex_enabled = env.imex_enabled;
-	o.imex_channel_count = env.imex_channel_count;
-	o.imex_channel_major = env.imex_channel_major;
-	o.imex_caps_major = env.imex_caps_major;
-	o.imex_archive = env.imex_archive;
-	o.imex_checksums = env.imex_checksums;
-	o.kernel_log = env.kernel_log;
-	if (config && (r = fileio_read(config, PROFILE_MAX_FILE, &prof, &plen, err, sizeof(err))) < 0) {
+	}
+	if (a->node)
+		o.node_name = a->node;
+	if (a->config &&
+	    (r = fileio_read(a->config, PROFILE_MAX_FILE, &prof, &plen, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return r;
 	}
-	if (topology && (r = fileio_read(topology, PROFILE_MAX_FILE, &topo, &tlen, err, sizeof(err))) < 0) {
+	if (a->topology &&
+	    (r = fileio_read(a->topology, PROFILE_MAX_FILE, &topo, &tlen, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s\n", err);
 		free(prof);
 		return r;
 	}
 	state_init(&w->state);
-	r = compile_profile(config ? config : "<built-in>",
-			    config ? prof : compile_default_profile,
-			    config ? plen : compile_default_profile_len,
-			    topology, topo, tlen, &o, &w->state, err, sizeof(err));
+	r = compile_profile(a->config ? a->config : "<built-in>",
+			    a->config ? prof : compile_default_profile,
+			    a->config ? plen : compile_default_profile_len,
+			    a->topology, topo, tlen, &o, &w->state, err, sizeof(err));
 	free(prof);
 	free(topo);
 	if (r < 0) {
@@ -189,7 +193,49 @@ static void locate_dirs(struct worker *w)
 	w->ctx.libdir = w->libdir;
 }
 
-int worker_main(int argc, char **argv, const struct simulator *sim)
+static int cli_status(struct worker *w)
+{
+	char reason[256], file[PATH_MAX + 400];
+	struct manifest m;
+	bool ok;
+
+	worker_manifest_file(w, "stage", file, sizeof(file));
+	manifest_load(&m, file);
+	w->ctx.ready = m.n > 0;
+	ok = worker_ready(w, reason, sizeof(reason));
+	printf("%s: %s%s%s (%zu staged paths)\n", w->sim->name, ok ? "ready" : "not ready",
+	       ok ? "" : ": ", ok ? "" : reason, m.n);
+	manifest_free(&m);
+	return ok ? 0 : 1;
+}
+
+/* A worker op with its errors printed. */
+static int cli_op(struct worker *w, const char *verb,
+		  int (*op)(struct worker *, struct sim_errors *))
+{
+	struct sim_errors errs = { 0 };
+	int r = op(w, &errs);
+
+	print_errors(w, verb, r, &errs);
+	return r < 0 ? WORKER_EXIT_FAILED : WORKER_EXIT_OK;
+}
+
+static const struct cli_verb {
+	const char *name;
+	int (*op)(struct worker *, struct sim_errors *);	/* a worker op, */
+	int (*cmd)(struct worker *);				/* or a command: its exit code */
+} cli_verbs[] = {
+	{ "stage", worker_stage, NULL },
+	{ "apply", worker_apply, NULL },
+	{ "revoke", worker_revoke, NULL },
+	{ "discard", worker_discard, NULL },
+	{ "run", NULL, cli_run },
+	{ "status", NULL, cli_status },
+};
+
+/* The flags into a and w's host root: -1 to go on with argv[optind] the
+ * verb, else the exit code (help, version, usage error). */
+static int cli_parse(int argc, char **argv, struct worker *w, struct cli *a)
 {
 	static const struct option opts[] = {
 		{ "host-root", required_argument, NULL, 'r' },
@@ -202,113 +248,97 @@ int worker_main(int argc, char **argv, const struct simulator *sim)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct worker w;
-	const char *config = NULL, *topology = NULL, *node = getenv("NODE_NAME");
-	enum log_level lvl = LOG_LVL_INFO;
-	enum log_format fmt = LOG_FMT_TEXT;
-	char comp[64], host[256] = "";
-	struct stat st;
 	int c;
-
-	the_worker = &w;
-	w.sim = sim;
-	w.sock = -1;
-	w.ctx.name = sim->name;
-	snprintf(comp, sizeof(comp), "mokka-worker-%s", sim->name);
-	if (getenv("MOKKA_LOG_LEVEL"))
-		log_parse_level(getenv("MOKKA_LOG_LEVEL"), &lvl);
-	if (getenv("MOKKA_LOG_FORMAT"))
-		log_parse_format(getenv("MOKKA_LOG_FORMAT"), &fmt);
-	log_setup(comp, lvl, fmt);
-	locate_dirs(&w);
-
-	/* Under the supervisor: fd 3 is our socket and no verb is given. */
-	if (argc == 1 && fstat(IPC_WORKER_FD, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		const char *root = getenv("MOKKA_HOST_ROOT");
-		const char *mock = getenv("MOKKA_MOCK_ROOT");
-		if (root && strcmp(root, "/") != 0)
-			snprintf(w.ctx.host.root, sizeof(w.ctx.host.root), "%s", root);
-		state_init(&w.state);
-		if (mock && mock[0] == '/')
-			snprintf(w.state.mock_root, sizeof(w.state.mock_root), "%s", mock);
-		snprintf(w.ctx.host.mock_root, sizeof(w.ctx.host.mock_root), "%s", w.state.mock_root);
-		return worker_ipc_mode(&w);
-	}
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (strcmp(optarg, "/") != 0)
-				snprintf(w.ctx.host.root, sizeof(w.ctx.host.root), "%s", optarg);
+				snprintf(w->ctx.host.root, sizeof(w->ctx.host.root), "%s", optarg);
 			break;
-		case 'c': config = optarg; break;
-		case 't': topology = optarg; break;
-		case 'n': node = optarg; break;
+		case 'c': a->config = optarg; break;
+		case 't': a->topology = optarg; break;
+		case 'n': a->node = optarg; break;
 		case 'l':
-			if (log_parse_level(optarg, &lvl) < 0) {
-				fprintf(stderr, "%s: --log-level: unknown level '%s'\n", comp, optarg);
+			if (log_parse_level(optarg, &a->lvl) < 0) {
+				fprintf(stderr, "%s: --log-level: unknown level '%s'\n", a->comp, optarg);
 				return WORKER_EXIT_USAGE;
 			}
 			break;
 		case 'f':
-			if (log_parse_format(optarg, &fmt) < 0) {
-				fprintf(stderr, "%s: --log-format: want text or json, got '%s'\n", comp, optarg);
+			if (log_parse_format(optarg, &a->fmt) < 0) {
+				fprintf(stderr, "%s: --log-format: want text or json, got '%s'\n",
+					a->comp, optarg);
 				return WORKER_EXIT_USAGE;
 			}
 			break;
-		case 'h': usage(stdout, comp); return 0;
-		case 'V': printf("%s %s\n", comp, MOKKA_VERSION); return 0;
-		default: usage(stderr, comp); return WORKER_EXIT_USAGE;
+		case 'h': usage(stdout, a->comp); return 0;
+		case 'V': printf("%s %s\n", a->comp, MOKKA_VERSION); return 0;
+		default: usage(stderr, a->comp); return WORKER_EXIT_USAGE;
 		}
 	}
-	log_setup(comp, lvl, fmt);
 	if (optind != argc - 1) {
-		usage(stderr, comp);
+		usage(stderr, a->comp);
 		return WORKER_EXIT_USAGE;
 	}
 	/* Strip trailing slashes so root + "/x" never doubles them. */
-	for (size_t n = strlen(w.ctx.host.root); n > 0 && w.ctx.host.root[n - 1] == '/'; n--)
-		w.ctx.host.root[n - 1] = '\0';
-	if (!node) {
-		gethostname(host, sizeof(host) - 1);
-		node = host;
-	}
-	if (compile_cli(&w, config, topology, node) < 0)
-		return WORKER_EXIT_FAILED;
-
-	const char *verb = argv[optind];
-	struct sim_errors errs = { 0 };
-	int r;
-
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (strcmp(verb, "stage") == 0)
-		r = worker_stage(&w, &errs);
-	else if (strcmp(verb, "apply") == 0)
-		r = worker_apply(&w, &errs);
-	else if (strcmp(verb, "revoke") == 0)
-		r = worker_revoke(&w, &errs);
-	else if (strcmp(verb, "discard") == 0)
-		r = worker_discard(&w, &errs);
-	else if (strcmp(verb, "run") == 0)
-		return cli_run(&w);
-	else if (strcmp(verb, "status") == 0) {
-		char reason[256], file[PATH_MAX + 400];
-		struct manifest m;
-		worker_manifest_file(&w, "stage", file, sizeof(file));
-		manifest_load(&m, file);
-		w.ctx.ready = m.n > 0;
-		bool ok = worker_ready(&w, reason, sizeof(reason));
-		printf("%s: %s%s%s (%zu staged paths)\n", sim->name, ok ? "ready" : "not ready",
-		       ok ? "" : ": ", ok ? "" : reason, m.n);
-		manifest_free(&m);
-		return ok ? 0 : 1;
-	} else {
-		fprintf(stderr, "%s: unknown verb '%s'\n", comp, verb);
-		usage(stderr, comp);
-		return WORKER_EXIT_USAGE;
-	}
-	print_errors(&w, verb, r, &errs);
-	return r < 0 ? WORKER_EXIT_FAILED : WORKER_EXIT_OK;
+	for (size_t n = strlen(w->ctx.host.root); n > 0 && w->ctx.host.root[n - 1] == '/'; n--)
+		w->ctx.host.root[n - 1] = '\0';
+	return -1;
 }
 
+/* Under the supervisor: the roots come in the environment it sets. */
+static int ipc_start(struct worker *w)
+{
+	const char *root = getenv("MOKKA_HOST_ROOT");
+	const char *mock = getenv("MOKKA_MOCK_ROOT");
+
+	if (root && strcmp(root, "/") != 0)
+		snprintf(w->ctx.host.root, sizeof(w->ctx.host.root), "%s", root);
+	state_init(&w->state);
+	if (mock && mock[0] == '/')
+		snprintf(w->state.mock_root, sizeof(w->state.mock_root), "%s", mock);
+	snprintf(w->ctx.host.mock_root, sizeof(w->ctx.host.mock_root), "%s", w->state.mock_root);
+	return worker_ipc_mode(w);
+}
+
+int worker_main(int argc, char **argv, const struct simulator *sim)
+{
+	static struct worker w;
+	struct cli a = { .lvl = LOG_LVL_INFO, .fmt = LOG_FMT_TEXT };
+	const struct cli_verb *v = NULL;
+	struct stat st;
+	int r;
+
+	the_worker = &w;
+	w.sim = sim;
+	w.sock = -1;
+	w.ctx.name = sim->name;
+	snprintf(a.comp, sizeof(a.comp), "mokka-worker-%s", sim->name);
+	if (getenv("MOKKA_LOG_LEVEL"))
+		log_parse_level(getenv("MOKKA_LOG_LEVEL"), &a.lvl);
+	if (getenv("MOKKA_LOG_FORMAT"))
+		log_parse_format(getenv("MOKKA_LOG_FORMAT"), &a.fmt);
+	log_setup(a.comp, a.lvl, a.fmt);
+	locate_dirs(&w);
+
+	/* Under the supervisor: fd 3 is our socket and no verb is given. */
+	if (argc == 1 && fstat(IPC_WORKER_FD, &st) == 0 && S_ISSOCK(st.st_mode))
+		return ipc_start(&w);
+	if ((r = cli_parse(argc, argv, &w, &a)) >= 0)
+		return r;
+	log_setup(a.comp, a.lvl, a.fmt);
+	for (size_t i = 0; i < sizeof(cli_verbs) / sizeof(cli_verbs[0]) && !v; i++)
+		if (strcmp(argv[optind], cli_verbs[i].name) == 0)
+			v = &cli_verbs[i];
+	if (!v) {
+		fprintf(stderr, "%s: unknown verb '%s'\n", a.comp, argv[optind]);
+		usage(stderr, a.comp);
+		return WORKER_EXIT_USAGE;
+	}
+	if (compile_cli(&w, &a) < 0)
+		return WORKER_EXIT_FAILED;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return v->op ? cli_op(&w, v->name, v->op) : v->cmd(&w);
+}

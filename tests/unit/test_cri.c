@@ -633,54 +633,9 @@ Test(cri, stand_aside_when_off)
 /* ---- the flags, compiled into state.cri ---- */
 
 #include "profile/compile.h"
-#include "supervisor/options.h"
 
-Test(cri, flags_parse_and_compile)
-{
-	char *argv[] = { "mokka-supervisor", "--container-runtime", "none",
-			 "--container-runtime-restart", "none",
-			 "--container-runtime-config", "/etc/k/containerd.toml",
-			 "--container-runtime-config-dir", "/etc/k/d",
-			 "--container-runtime-systemd-unit", "k-containerd.service",
-			 "--nri-plugin", "--nri-socket", "/run/nri/x.sock", NULL };
-	struct options o;
-	struct state s;
-	char err[512];
-
-	cr_assert_eq(options_parse(14, argv, &o), 0);
-	cr_assert_str_eq(o.cri_runtime, "none");
-	cr_assert_str_eq(o.cri_config_dir, "/etc/k/d");
-	cr_assert(o.cri_nri);
-	struct compile_opts co = { .cri_runtime = o.cri_runtime, .cri_restart = o.cri_restart,
-				   .cri_config = o.cri_config, .cri_config_dir = o.cri_config_dir,
-				   .cri_unit = o.cri_unit, .cri_nri = o.cri_nri,
-				   .cri_nri_socket = o.cri_nri_socket };
-	state_init(&s);
-	cr_assert_eq(compile_profile("<built-in>", compile_default_profile,
-				     compile_default_profile_len, NULL, NULL, 0, &co, &s, err,
-				     sizeof(err)), 0, "%s", err);
-	cr_assert_str_eq(s.cri.runtime, "none");
-	cr_assert_str_eq(s.cri.restart, "none");
-	cr_assert_str_eq(s.cri.config, "/etc/k/containerd.toml");
-	cr_assert_str_eq(s.cri.systemd_unit, "k-containerd.service");
-	cr_assert_str_eq(s.cri.nri_socket, "/run/nri/x.sock");
-	cr_assert(s.cri.nri);
-	state_free(&s);
-	/* defaults */
-	struct compile_opts none = { 0 };
-	state_init(&s);
-	cr_assert_eq(compile_profile("<built-in>", compile_default_profile,
-				     compile_default_profile_len, NULL, NULL, 0, &none, &s, err,
-				     sizeof(err)), 0, "%s", err);
-	cr_assert_str_eq(s.cri.runtime, "containerd");
-	cr_assert_str_eq(s.cri.restart, "systemd");
-	cr_assert_str_eq(s.cri.config, "/etc/containerd/config.toml");
-	cr_assert_str_eq(s.cri.config_dir, "/etc/containerd/conf.d");
-	cr_assert_str_eq(s.cri.systemd_unit, "containerd.service");
-	cr_assert_str_eq(s.cri.nri_socket, "/var/run/nri/nri.sock");
-	cr_assert(!s.cri.nri);
-	state_free(&s);
-}
+/* The flags parsed by mokka-supervisor and compiled: test_options.c
+ * (cri, flags_parse_and_compile). */
 
 Test(cri, flags_refused)
 {

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 
+#include "profile/compile.h"
 #include "supervisor/options.h"
 
 /* ---- parse_duration_ms ---- */
@@ -100,7 +101,7 @@ Test(options, defaults)
 	cr_assert_eq(o.shutdown_ms, 8000);
 	cr_assert_eq(o.log_level, LOG_LVL_INFO);
 	cr_assert_eq(o.log_format, LOG_FMT_TEXT);
-	cr_assert_str_eq(o.node_name, "node-from-env");
+	cr_assert_str_eq(o.compile.node_name, "node-from-env");
 	cr_assert_null(o.simulators);
 	cr_assert_str_eq(o.mock_root, "/var/lib/nvml-mock");
 }
@@ -112,14 +113,14 @@ Test(options, node_name_falls_back_to_hostname)
 	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
 	cr_assert_eq(unsetenv("NODE_NAME"), 0);
 	cr_assert_eq(parse(NULL), 0);
-	cr_assert_str_eq(o.node_name, host);
+	cr_assert_str_eq(o.compile.node_name, host);
 	cr_assert_eq(setenv("NODE_NAME", "", 1), 0);
 	cr_assert_eq(parse(NULL), 0);
-	cr_assert_str_eq(o.node_name, host);
+	cr_assert_str_eq(o.compile.node_name, host);
 	/* the flag wins over the environment */
 	cr_assert_eq(setenv("NODE_NAME", "env", 1), 0);
 	cr_assert_eq(parse("--node-name", "flag", NULL), 0);
-	cr_assert_str_eq(o.node_name, "flag");
+	cr_assert_str_eq(o.compile.node_name, "flag");
 }
 
 Test(options, every_flag)
@@ -139,7 +140,7 @@ Test(options, every_flag)
 	cr_assert_eq(o.shutdown_ms, 2500);
 	cr_assert_eq(o.log_level, LOG_LVL_DEBUG);
 	cr_assert_eq(o.log_format, LOG_FMT_JSON);
-	cr_assert_str_eq(o.node_name, "n1");
+	cr_assert_str_eq(o.compile.node_name, "n1");
 	cr_assert_str_eq(o.simulators, "pcibus,nvlink");
 	cr_assert_str_eq(o.mock_root, "/opt/mock");
 }
@@ -204,4 +205,152 @@ Test(options, help_and_version, .init = cr_redirect_stdout)
 	cr_assert_eq(parse("--version", NULL), 1);
 	fflush(stdout);
 	cr_assert_stdout_neq_str("");
+}
+
+/* Moved from test_cri.c: the container runtime flags, parsed and compiled
+ * into state.cri. */
+Test(options, cri_flags_parse_and_compile)
+{
+	char *argv[] = { "mokka-supervisor", "--container-runtime", "none",
+			 "--container-runtime-restart", "none",
+			 "--container-runtime-config", "/etc/k/containerd.toml",
+			 "--container-runtime-config-dir", "/etc/k/d",
+			 "--container-runtime-systemd-unit", "k-containerd.service",
+			 "--nri-plugin", "--nri-socket", "/run/nri/x.sock", NULL };
+	struct state s;
+	char err[512];
+
+	cr_assert_eq(options_parse(14, argv, &o), 0);
+	cr_assert_str_eq(o.compile.cri_runtime, "none");
+	cr_assert_str_eq(o.compile.cri_config_dir, "/etc/k/d");
+	cr_assert(o.compile.cri_nri);
+	struct compile_opts co = {
+		.cri_runtime = o.compile.cri_runtime, .cri_restart = o.compile.cri_restart,
+		.cri_config = o.compile.cri_config, .cri_config_dir = o.compile.cri_config_dir,
+		.cri_unit = o.compile.cri_unit, .cri_nri = o.compile.cri_nri,
+		.cri_nri_socket = o.compile.cri_nri_socket,
+	};
+	state_init(&s);
+	cr_assert_eq(compile_profile("<built-in>", compile_default_profile,
+				     compile_default_profile_len, NULL, NULL, 0, &co, &s, err,
+				     sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(s.cri.runtime, "none");
+	cr_assert_str_eq(s.cri.restart, "none");
+	cr_assert_str_eq(s.cri.config, "/etc/k/containerd.toml");
+	cr_assert_str_eq(s.cri.systemd_unit, "k-containerd.service");
+	cr_assert_str_eq(s.cri.nri_socket, "/run/nri/x.sock");
+	cr_assert(s.cri.nri);
+	state_free(&s);
+	/* defaults */
+	struct compile_opts none = { 0 };
+	state_init(&s);
+	cr_assert_eq(compile_profile("<built-in>", compile_default_profile,
+				     compile_default_profile_len, NULL, NULL, 0, &none, &s, err,
+				     sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(s.cri.runtime, "containerd");
+	cr_assert_str_eq(s.cri.restart, "systemd");
+	cr_assert_str_eq(s.cri.config, "/etc/containerd/config.toml");
+	cr_assert_str_eq(s.cri.config_dir, "/etc/containerd/conf.d");
+	cr_assert_str_eq(s.cri.systemd_unit, "containerd.service");
+	cr_assert_str_eq(s.cri.nri_socket, "/var/run/nri/nri.sock");
+	cr_assert(!s.cri.nri);
+	state_free(&s);
+}
+
+/* ---- flag > environment > default (the environment: profile/env.c) ---- */
+
+static void clear_env(void)
+{
+	static const char *const names[] = {
+		"NODE_NAME", "MOCK_IB_PING_PORT", "MOCK_IB_PEERS", "MOCK_IB_PING_FABRIC",
+		"IMEX_MOCK_CHANNELS", "IMEX_CHANNEL_COUNT", "IMEX_CHANNEL_MAJOR", "IMEX_CAPS_MAJOR",
+		"MOKKA_NVIDIA_CAPS_MAJOR", "MOKKA_IMEX_ARCHIVE", "MOKKA_IMEX_CHECKSUMS",
+		"MOCK_NVML_KMSG", "MOKKA_NVIDIA_SMI", "GPU_COUNT",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
+Test(options, flag_over_env_over_default, .init = clear_env)
+{
+	/* defaults */
+	cr_assert_eq(parse(NULL), 0);
+	cr_assert_eq(o.compile.ib_port, 0, "0: mock-ib's 18515");
+	cr_assert_null(o.compile.ib_peers);
+	cr_assert_null(o.compile.ib_listen);
+	cr_assert_not(o.compile.imex_enabled);
+	cr_assert_eq(o.compile.imex_channel_count, 2048);
+	cr_assert_eq(o.compile.imex_channel_major, 235);
+	cr_assert_eq(o.compile.imex_caps_major, 236);
+	cr_assert_str_eq(o.compile.kernel_log, "/dev/kmsg");
+	cr_assert_str_eq(o.compile.mock_root, "/var/lib/nvml-mock");
+	/* the environment */
+	setenv("MOCK_IB_PING_PORT", "19000", 1);
+	setenv("MOCK_IB_PEERS", "a,b:7", 1);
+	setenv("MOCK_IB_PING_FABRIC", "1", 1);
+	setenv("IMEX_MOCK_CHANNELS", "true", 1);
+	setenv("IMEX_CHANNEL_COUNT", "16", 1);
+	setenv("MOCK_NVML_KMSG", "", 1);
+	setenv("MOKKA_NVIDIA_SMI", "/opt/env/nvidia-smi", 1);
+	setenv("GPU_COUNT", "4", 1);
+	cr_assert_eq(parse(NULL), 0);
+	cr_assert_eq(o.compile.ib_port, 19000);
+	cr_assert_str_eq(o.compile.ib_peers, "a,b:7");
+	cr_assert_str_eq(o.compile.ib_listen, "0.0.0.0");
+	cr_assert(o.compile.imex_enabled);
+	cr_assert_eq(o.compile.imex_channel_count, 16);
+	cr_assert_str_eq(o.compile.kernel_log, "", "an empty MOCK_NVML_KMSG is off");
+	cr_assert_str_eq(o.compile.nvidia_smi_src, "/opt/env/nvidia-smi");
+	cr_assert_eq(o.compile.gpu_count_cap, 4);
+	/* the flags over it */
+	cr_assert_eq(parse("--ib-port", "19001", "--ib-peers", "c", "--ib-listen", "10.0.0.1",
+			   "--imex-channels=false", "--imex-channel-count", "8",
+			   "--kernel-log", "/tmp/kmsg", "--nvidia-smi", "/opt/flag/nvidia-smi",
+			   "--mock-root", "/opt/mock", NULL), 0);
+	cr_assert_eq(o.compile.ib_port, 19001);
+	cr_assert_str_eq(o.compile.ib_peers, "c");
+	cr_assert_str_eq(o.compile.ib_listen, "10.0.0.1");
+	cr_assert_not(o.compile.imex_enabled);
+	cr_assert_eq(o.compile.imex_channel_count, 8);
+	cr_assert_str_eq(o.compile.kernel_log, "/tmp/kmsg");
+	cr_assert_str_eq(o.compile.nvidia_smi_src, "/opt/flag/nvidia-smi");
+	cr_assert_str_eq(o.compile.mock_root, "/opt/mock");
+	/* an empty --nvidia-smi keeps the environment's */
+	cr_assert_eq(parse("--nvidia-smi", "", NULL), 0);
+	cr_assert_str_eq(o.compile.nvidia_smi_src, "/opt/env/nvidia-smi");
+	/* --imex-channels alone is true */
+	setenv("IMEX_MOCK_CHANNELS", "false", 1);
+	cr_assert_eq(parse("--imex-channels", NULL), 0);
+	cr_assert(o.compile.imex_enabled);
+	clear_env();
+}
+
+Test(options, bad_environment_is_a_usage_error, .init = clear_env)
+{
+	cr_redirect_stderr();
+	setenv("IMEX_CHANNEL_COUNT", "x", 1);
+	cr_assert_eq(parse(NULL), -EINVAL);
+	/* ... even when a flag would set it: the environment is read first */
+	cr_assert_eq(parse("--imex-channel-count", "4", NULL), -EINVAL);
+	clear_env();
+	setenv("MOCK_IB_PING_PORT", "70000", 1);
+	cr_assert_eq(parse(NULL), -EINVAL);
+	clear_env();
+}
+
+Test(options, flag_values_refused, .init = cr_redirect_stderr)
+{
+	clear_env();
+	cr_assert_eq(parse("--ib-port", "0", NULL), -EINVAL);
+	cr_assert_eq(parse("--ib-port", "65536", NULL), -EINVAL);
+	cr_assert_eq(parse("--ib-socket", "rel/sock", NULL), -EINVAL);
+	cr_assert_eq(parse("--imex-channels=maybe", NULL), -EINVAL);
+	cr_assert_eq(parse("--imex-channel-count", "0", NULL), -EINVAL);
+	cr_assert_eq(parse("--imex-channel-major", "4096", NULL), -EINVAL);
+	cr_assert_eq(parse("--imex-caps-major", "235", NULL), -EINVAL, "equal majors");
+	cr_assert_eq(parse("--imex-channel-major", "195", NULL), -EINVAL, "nvidia's major");
+	cr_assert_eq(parse("--imex-archive", "rel", NULL), -EINVAL);
+	cr_assert_eq(parse("--kernel-log", "/a/../b", NULL), -EINVAL);
+	cr_assert_eq(parse("--container-runtime", "docker", NULL), -EINVAL);
 }
