@@ -1,5 +1,6 @@
 /* Fuzz the overrides document editor (overrides/overrides*.c) and kernellog's
- * text parsers: any input that parses must survive the shape check, the
+ * text parsers: any input that parses must survive every level of the
+ * check (a document passing one level passes the levels below it), the
  * effective view, edits like mokka-ctl's, and emit -> parse with the same
  * tree; the device map and announced-state readers must only ever return
  * entries that pass their checks.  Aborts when a contract breaks. */
@@ -27,6 +28,28 @@ static void check_round_trip(const struct yl_node *doc)
 		abort();
 	yl_free(back);
 	free(text);
+}
+
+static void check_levels(const struct yl_node *doc)
+{
+	static const unsigned gpus[] = { 0, 1, 3 };
+	const struct ovr_rules rules[] = {
+		{ .level = OVR_SHAPE }, { .level = OVR_KEYS },
+		{ .level = OVR_SCHEMA }, { .level = OVR_SCHEMA, .runtime = true },
+		{ .level = OVR_SCHEMA, .runtime = true, .gpus = gpus, .ngpus = 3,
+		  .gpus_from = "fuzz" },
+	};
+	char err[256];
+	bool failed = false;
+
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		err[0] = '\0';
+		bool bad = ovr_validate(doc, &rules[i], err, sizeof(err)) < 0;
+		/* every refusal says where; stricter rules never accept more */
+		if ((bad && !strchr(err, ':')) || (failed && !bad))
+			abort();
+		failed = bad;
+	}
 }
 
 static void kernellog_parsers(const char *text)
@@ -77,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!doc)
 		return 0;
 	check_round_trip(doc);
+	check_levels(doc);
 	if (ovr_check_shape(doc, err, sizeof(err)) < 0 || doc->kind != YL_MAP) {
 		yl_free(doc);
 		return 0;

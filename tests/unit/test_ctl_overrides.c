@@ -1,9 +1,11 @@
 /* The overrides document module mokka-ctl and mokka-kernellog share
- * (overrides/overrides*.c): parse, shape, scopes, paths, the effective view,
+ * (overrides/overrides*.c): parse, the check at each level, where the
+ * document lives, scopes, paths, the effective view,
  * the Xid and its sequence number, the emitter's round trip through the
  * engine's reader; and, through the engine itself, that the same Xid
  * injected twice (two sequence numbers) is two NVML events. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +117,75 @@ Test(ctl_overrides, shape)
 	struct yl_node *ok = parse_ok("version: 1\nall: null\ndevices: {\"0\": null, \"07\": {}}\n");
 	cr_assert_eq(ovr_check_shape(ok, err, sizeof(err)), 0, "%s", err);
 	yl_free(ok);
+}
+
+/* err after a refused document: "LINE:COL: KEY: why". */
+static void refused(const char *text, const struct ovr_rules *r, const char *want)
+{
+	struct yl_node *doc = parse_ok(text);
+	char err[256] = "";
+
+	cr_assert_lt(ovr_validate(doc, r, err, sizeof(err)), 0, "accepted: %s", text);
+	cr_assert_str_eq(err, want, "for: %s", text);
+	yl_free(doc);
+}
+
+static void accepted(const char *text, const struct ovr_rules *r)
+{
+	struct yl_node *doc = parse_ok(text);
+	char err[256] = "";
+
+	cr_assert_eq(ovr_validate(doc, r, err, sizeof(err)), 0, "%s: %s", text, err);
+	yl_free(doc);
+}
+
+Test(ctl_overrides, levels)
+{
+	static const unsigned gpus[] = { 0, 2 };
+	const struct ovr_rules keys = { .level = OVR_KEYS };
+	const struct ovr_rules schema = { .level = OVR_SCHEMA };
+	const struct ovr_rules ctl = { .level = OVR_SCHEMA, .runtime = true, .gpus = gpus,
+				       .ngpus = 2, .gpus_from = "c.yaml" };
+
+	/* The engine's reading: DeviceConfig's keys at the top of a scope.
+	 * Positions are the value's (yaml_lite keeps no key positions). */
+	refused("all: {thermal_typo: {a: 1}}\n", &keys, "1:21: all.thermal_typo: unknown key");
+	accepted("all: {thermal: {typo: x}}\n", &keys);
+	/* mokka-ctl's: every key and type, as the profile compiler types them. */
+	refused("all: {thermal: {typo: x}}\n", &schema, "1:23: all.thermal.typo: unknown key");
+	refused("devices: {\"1\": {thermal: {temperature_gpu_c: hot}}}\n", &schema,
+		"1:46: devices.1.thermal.temperature_gpu_c: expected an integer, got 'hot'");
+	refused("all: {thermal: {temperature_gpu_c: \"5\"}}\n", &schema,
+		"1:36: all.thermal.temperature_gpu_c: expected an integer, got '5'");
+	refused("all: {power: {current_draw_mw: -5}}\n", &schema,
+		"1:32: all.power.current_draw_mw: '-5' is out of range for a non-negative integer");
+	refused("all: {thermal: 5}\n", &schema, "1:16: all.thermal: expected a mapping, got 5");
+	refused("all: {nvlink_error: {links: [1, x]}}\n", &schema,
+		"1:33: all.nvlink_error.links[1]: expected an integer, got 'x'");
+	refused("all: {features: {fp8_support: maybe}}\n", &schema,
+		"1:31: all.features.fp8_support: expected true or false, got 'maybe'");
+	accepted("all: {features: {fp8_support: on}, thermal: {temperature_gpu_c: 0x1f},"
+		 " nvlink_error: {rate: 1.5e3, links: null}, processes: [{pid: 1}]}\n", &schema);
+	/* ...for the profile's GPUs, and not the keys the engine keeps at boot. */
+	refused("devices: {\"1\": {}}\n", &ctl,
+		"1:16: devices.1: no GPU with that index in c.yaml (indices 0,2)");
+	refused("devices: {\"02\": {pci: {bus_id: x}}}\n", &ctl,
+		"1:32: devices.2.pci.bus_id: not changeable at run time (the engine keeps the "
+		"boot value; change the profile)");
+	accepted("devices: {\"02\": {pci: {bus_id: x}}}\n", &schema);
+}
+
+Test(ctl_overrides, where_it_lives)
+{
+	char p[64];
+
+	cr_assert_eq(ovr_path(p, sizeof(p), "/h", "/var/lib/m"), 0);
+	cr_assert_str_eq(p, "/h/var/lib/m/driver/config/" OVR_DOC_NAME);
+	cr_assert_eq(ovr_path_beside(p, sizeof(p), "/etc/nvml-mock"), 0);
+	cr_assert_str_eq(p, "/etc/nvml-mock/" OVR_DOC_NAME);
+	cr_assert_eq(ovr_lock_path(p, sizeof(p), "/x/" OVR_DOC_NAME), 0);
+	cr_assert_str_eq(p, "/x/" OVR_LOCK_NAME);
+	cr_assert_eq(ovr_path(p, 8, "", "/long/enough"), -ENAMETOOLONG);
 }
 
 Test(ctl_overrides, scopes_set_and_remove)
