@@ -164,7 +164,7 @@ int health_route(const struct node_status *st, const char *path, char **body,
 struct health_conn {
 	struct health *h;
 	int fd;
-	struct loop_timer *deadline;
+	struct loop_timer deadline;
 	char *out;			/* the whole response, once known */
 	size_t out_len, out_off;
 	size_t in_len;
@@ -176,7 +176,7 @@ struct health {
 	const struct node_status *st;
 	int fd;
 	int port;
-	struct loop_timer *resume;	/* re-enables accept after a pause */
+	struct loop_timer resume;	/* re-enables accept after a pause */
 	struct health_conn *conns[HEALTH_MAX_CONNS];
 	int nconns;
 	unsigned long dropped;		/* connections refused at the cap */
@@ -205,7 +205,7 @@ static void conn_close(struct health_conn *c)
 	char junk[4096];
 	int drained = 0;
 
-	loop_timer_cancel(h->l, c->deadline);
+	loop_timer_stop(h->l, &c->deadline);
 	loop_del_fd(h->l, c->fd);
 	/* Unread input would make close() send RST, which can discard the
 	 * response before the client reads it: drain what has arrived. */
@@ -226,7 +226,6 @@ static void conn_deadline(struct loop *l, void *arg)
 {
 	struct health_conn *c = arg;
 
-	c->deadline = NULL;	/* the loop frees a fired timer */
 	log_debug("health: fd %d: closed after %d ms without a complete exchange",
 		  c->fd, HEALTH_DEADLINE_MS);
 	conn_close(c);
@@ -367,13 +366,10 @@ static void conn_accept(struct health *h, int fd)
 		goto fail;
 	c->h = h;
 	c->fd = fd;
-	c->deadline = loop_timer_after(h->l, HEALTH_DEADLINE_MS, conn_deadline, c);
-	if (!c->deadline)
+	if (loop_add_fd(h->l, fd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0)
 		goto fail;
-	if (loop_add_fd(h->l, fd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0) {
-		loop_timer_cancel(h->l, c->deadline);
-		goto fail;
-	}
+	loop_timer_init(&c->deadline, conn_deadline, c);
+	loop_timer_start(h->l, &c->deadline, HEALTH_DEADLINE_MS);
 	h->conns[h->nconns++] = c;
 	return;
 fail:
@@ -386,7 +382,6 @@ static void listen_resume(struct loop *l, void *arg)
 {
 	struct health *h = arg;
 
-	h->resume = NULL;
 	loop_mod_fd(l, h->fd, EPOLLIN);
 }
 
@@ -409,9 +404,10 @@ static void listen_event(struct loop *l, int fd, uint32_t events, void *arg)
 		 * so stop listening briefly instead of spinning. */
 		log_warn("health: accept on fd %d: %s; pausing %d ms", fd, strerror(errno),
 			 HEALTH_ACCEPT_PAUSE_MS);
-		if (!h->resume &&
-		    (h->resume = loop_timer_after(l, HEALTH_ACCEPT_PAUSE_MS, listen_resume, h)))
+		if (!loop_timer_armed(&h->resume)) {
+			loop_timer_start(l, &h->resume, HEALTH_ACCEPT_PAUSE_MS);
 			loop_mod_fd(l, fd, 0);
+		}
 		return;
 	}
 }
@@ -539,6 +535,7 @@ int health_start(struct loop *l, const char *addr, const struct node_status *st,
 	h->l = l;
 	h->st = st;
 	h->fd = fd;
+	loop_timer_init(&h->resume, listen_resume, h);
 	h->port = bound_port(fd);
 	r = loop_add_fd(l, fd, EPOLLIN, listen_event, h);
 	if (r < 0) {
@@ -563,7 +560,7 @@ void health_stop(struct health *h)
 		return;
 	while (h->nconns)
 		conn_close(h->conns[0]);
-	loop_timer_cancel(h->l, h->resume);
+	loop_timer_stop(h->l, &h->resume);
 	loop_del_fd(h->l, h->fd);
 	close(h->fd);
 	free(h);

@@ -1,6 +1,7 @@
 /* epoll + one timerfd.  Timers live on a list sorted by due time; the
  * timerfd is armed for the head.  n is small (workers, connections), so a
- * sorted list beats a heap for clarity. */
+ * sorted list beats a heap for clarity.  Timers belong to their owners
+ * (struct loop_timer is embedded): the loop only links and unlinks them. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,6 @@ struct loop_fd {
 	loop_fd_cb cb;
 	void *arg;
 	struct loop_fd *next;
-};
-
-struct loop_timer {
-	uint64_t due;
-	loop_timer_cb cb;
-	void *arg;
-	struct loop_timer *next;
 };
 
 struct loop {
@@ -102,11 +96,9 @@ void loop_free(struct loop *l)
 		l->fds = n;
 	}
 	free_dead(l);
-	while (l->timers) {
-		struct loop_timer *n = l->timers->next;
-		free(l->timers);
-		l->timers = n;
-	}
+	/* Timers are their owners' memory (some may be gone by now): the
+	 * list is dropped, never walked. */
+	l->timers = NULL;
 	close(l->epfd);
 	close(l->tfd);
 	free(l);
@@ -173,37 +165,45 @@ int loop_del_fd(struct loop *l, int fd)
 	return 0;
 }
 
-struct loop_timer *loop_timer_after(struct loop *l, uint64_t delay_ms,
-				    loop_timer_cb cb, void *arg)
+void loop_timer_init(struct loop_timer *t, loop_timer_cb cb, void *arg)
 {
-	struct loop_timer *t = calloc(1, sizeof(*t)), **pp;
-
-	if (!t)
-		return NULL;
-	t->due = loop_now_ms() + delay_ms;
+	memset(t, 0, sizeof(*t));
 	t->cb = cb;
 	t->arg = arg;
+}
+
+static void timer_unlink(struct loop *l, struct loop_timer *t)
+{
+	for (struct loop_timer **pp = &l->timers; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	t->next = NULL;
+	t->armed = false;
+}
+
+void loop_timer_start(struct loop *l, struct loop_timer *t, uint64_t delay_ms)
+{
+	struct loop_timer **pp;
+
+	if (t->armed)
+		timer_unlink(l, t);
+	t->due = loop_now_ms() + delay_ms;
 	for (pp = &l->timers; *pp && (*pp)->due <= t->due; pp = &(*pp)->next)
 		;
 	t->next = *pp;
 	*pp = t;
+	t->armed = true;
 	arm(l);
-	return t;
 }
 
-void loop_timer_cancel(struct loop *l, struct loop_timer *t)
+void loop_timer_stop(struct loop *l, struct loop_timer *t)
 {
-	struct loop_timer **pp;
-
-	if (!t)
+	if (!t->armed)
 		return;
-	for (pp = &l->timers; *pp; pp = &(*pp)->next)
-		if (*pp == t) {
-			*pp = t->next;
-			free(t);
-			arm(l);
-			return;
-		}
+	timer_unlink(l, t);
+	arm(l);
 }
 
 static void run_timers(struct loop *l)
@@ -216,8 +216,10 @@ static void run_timers(struct loop *l)
 	while (l->timers && l->timers->due <= now) {
 		struct loop_timer *t = l->timers;
 		l->timers = t->next;
+		t->next = NULL;
+		t->armed = false;
+		/* Last touch of t: the callback may re-arm it or free its owner. */
 		t->cb(l, t->arg);
-		free(t);
 	}
 	arm(l);
 }

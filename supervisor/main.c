@@ -21,8 +21,6 @@
 #include "supervisor/source.h"
 #include "supervisor/supervisor.h"
 
-static struct supervisor sup;
-
 static void locate_libexec(struct supervisor *s)
 {
 	char exe[PATH_MAX], probe[PATH_MAX + 64];
@@ -161,19 +159,21 @@ static void poll_tick(struct loop *l, void *arg)
 
 	if (!s->shutting_down && s->phase == PASS_IDLE)
 		workers_poll_status(s);
-	loop_timer_after(l, STATUS_POLL_MS, poll_tick, s);
+	loop_timer_start(l, &s->poll, STATUS_POLL_MS);
 }
-
-static uint64_t watchdog_ms;
 
 static void watchdog_tick(struct loop *l, void *arg)
 {
+	struct supervisor *s = arg;
+
 	sd_notify_send("WATCHDOG=1");
-	loop_timer_after(l, watchdog_ms, watchdog_tick, arg);
+	loop_timer_start(l, &s->watchdog, s->watchdog_ms);
 }
 
 int main(int argc, char **argv)
 {
+	/* The one supervisor; callbacks get it (or a worker that points to it). */
+	static struct supervisor sup;
 	struct supervisor *s = &sup;
 	struct source *src = NULL;
 	struct health *health = NULL;
@@ -205,6 +205,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	loop_add_fd(s->loop, sfd, EPOLLIN, on_signal, s);
+	reconcile_init(s);
+	loop_timer_init(&s->poll, poll_tick, s);
+	loop_timer_init(&s->watchdog, watchdog_tick, s);
 
 	if (rootdirs_prepare(&rd, s->opt.host_root, s->opt.mock_root) < 0)
 		return 1;
@@ -234,17 +237,18 @@ int main(int argc, char **argv)
 	}
 	/* After truncate_overrides: the start state is the pristine one. */
 	overrides_watch_start(s);
-	loop_timer_after(s->loop, STATUS_POLL_MS, poll_tick, s);
-	if (sd_watchdog_interval_ms(&watchdog_ms) == 0 && watchdog_ms > 0)
-		loop_timer_after(s->loop, watchdog_ms, watchdog_tick, s);
+	loop_timer_start(s->loop, &s->poll, STATUS_POLL_MS);
+	if (sd_watchdog_interval_ms(&s->watchdog_ms) == 0 && s->watchdog_ms > 0)
+		loop_timer_start(s->loop, &s->watchdog, s->watchdog_ms);
 
 	while (!loop_stopped(s->loop))
 		loop_run_once(s->loop, -1);
 
-	overrides_watch_stop();
+	overrides_watch_stop(s);
 	if (src)
 		source_stop(src);
 	health_stop(health);
+	reconcile_free(s);
 	rootdirs_cleanup(&rd);
 	log_info("stopped");
 	return s->exit_code;

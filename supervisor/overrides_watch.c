@@ -18,8 +18,6 @@
 
 #define OVERRIDES_DEBOUNCE_MS 50	/* kernellog reacts well within 1 s */
 
-static struct source *src;
-static bool seen_first;
 
 static void on_change(void *arg, const char *profile, size_t plen, const char *doc, size_t len)
 {
@@ -29,8 +27,8 @@ static void on_change(void *arg, const char *profile, size_t plen, const char *d
 	(void)profile;
 	(void)plen;
 	/* The first call is the document as found at start: nothing changed. */
-	if (!seen_first) {
-		seen_first = true;
+	if (!s->overrides_seen) {
+		s->overrides_seen = true;
 		return;
 	}
 	if (s->shutting_down)
@@ -68,15 +66,15 @@ int overrides_watch_start(struct supervisor *s)
 		return -ENAMETOOLONG;
 	/* The "topology" slot: absent is a valid state there. */
 	o.topology_path = path;
-	r = source_start(s->loop, &o, on_change, on_error, s, &src);
+	r = source_start(s->loop, &o, on_change, on_error, s, &s->overrides_src);
 	if (r < 0)
 		log_warn("runtime overrides: cannot watch (%s); daemons see changes on their "
 			 "own tick only", strerror(-r));
 	return r;
 }
 
-void overrides_watch_stop(void)
+void overrides_watch_stop(struct supervisor *s)
 {
-	source_stop(src);
-	src = NULL;
+	source_stop(s->overrides_src);
+	s->overrides_src = NULL;
 }

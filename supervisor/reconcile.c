@@ -1,5 +1,6 @@
 /* One reconcile pass (ARCHITECTURE.md §3) and the teardown (§10), as a
- * phase machine driven by worker results:
+ * phase machine driven by worker news (reconcile_on_worker, the one way
+ * in).  Workers are reached only through the lifecycle API (lifecycle.h):
  *
  *   STAGE_FIRST (ROLE_STAGE_FIRST simulators, to completion; errors kept)
  *   STAGE (the other simulators, parallel; every error collected)
@@ -43,22 +44,9 @@ static int wave_mask(struct supervisor *s, unsigned role, unsigned skip, enum ip
 		if (!has_role(w, role) || has_role(w, skip))
 			continue;
 		n++;
-		w->deferred_op = IPC_OP_INVALID;
-		if (s->shutting_down && (!w->pid || w->phase == IPC_PHASE_HELLO)) {
-			/* Teardown runs even for a worker that is down: bring it
-			 * back and send the op after its hello. */
-			w->op = op;
-			w->op_done = false;
-			w->deferred_op = op;
-			if (!w->pid && workers_spawn_for_teardown(s, w) < 0) {
-				w->deferred_op = IPC_OP_INVALID;
-				w->op_done = true;
-				w->op_ok = false;
-				snprintf(w->op_error, sizeof(w->op_error), "worker could not be started");
-			}
-			continue;
-		}
-		worker_send(s, w, op, fd, deadline);
+		/* Teardown runs even for a worker that is down or busy: it is
+		 * brought back, or finishes first, and then gets the op. */
+		worker_send_op(w, op, fd, deadline, s->shutting_down);
 	}
 	return n;
 }
@@ -72,7 +60,7 @@ static int wave(struct supervisor *s, unsigned role, enum ipc_op op, int fd, uin
 static bool wave_done(const struct supervisor *s, unsigned role)
 {
 	for (int i = 0; i < s->nworkers; i++)
-		if (has_role(&s->workers[i], role) && !s->workers[i].op_done)
+		if (has_role(&s->workers[i], role) && !worker_op_done(&s->workers[i]))
 			return false;
 	return true;
 }
@@ -80,18 +68,18 @@ static bool wave_done(const struct supervisor *s, unsigned role)
 static bool wave_ok(const struct supervisor *s, unsigned role)
 {
 	for (int i = 0; i < s->nworkers; i++)
-		if (has_role(&s->workers[i], role) && !s->workers[i].op_ok)
+		if (has_role(&s->workers[i], role) && !worker_op_ok(&s->workers[i]))
 			return false;
 	return true;
 }
 
 /* Fail-fast: some worker finished the op and failed (one still running
- * has op_ok false too, which is no failure). */
+ * has no result yet, which is no failure). */
 static bool wave_failed(const struct supervisor *s, unsigned role)
 {
 	for (int i = 0; i < s->nworkers; i++)
-		if (has_role(&s->workers[i], role) && s->workers[i].op_done &&
-		    !s->workers[i].op_ok)
+		if (has_role(&s->workers[i], role) && worker_op_done(&s->workers[i]) &&
+		    !worker_op_ok(&s->workers[i]))
 			return true;
 	return false;
 }
@@ -99,7 +87,7 @@ static bool wave_failed(const struct supervisor *s, unsigned role)
 static bool workers_settling(const struct supervisor *s)
 {
 	for (int i = 0; i < s->nworkers; i++)
-		if (s->workers[i].pid && s->workers[i].phase == IPC_PHASE_HELLO)
+		if (worker_is_settling(&s->workers[i]))
 			return true;
 	return false;
 }
@@ -107,29 +95,39 @@ static bool workers_settling(const struct supervisor *s)
 /* A failed pass is retried on its own (2 s doubling to 30 s), so a node
  * recovers when the cause goes away (a full disk, a read-only target)
  * without waiting for the next state change. */
-#define RETRY_FIRST_MS 2000
-#define RETRY_CAP_MS 30000
-static struct loop_timer *retry_timer;
-static uint64_t retry_ms;
-
 static void retry_fire(struct loop *l, void *arg)
 {
 	(void)l;
-	retry_timer = NULL;
 	reconcile_request(arg);
 }
 
 static void schedule_retry(struct supervisor *s, bool failed)
 {
 	if (!failed) {
-		retry_ms = 0;
+		s->retry_ms = 0;
 		return;
 	}
-	retry_ms = retry_ms ? retry_ms * 2 : RETRY_FIRST_MS;
-	if (retry_ms > RETRY_CAP_MS)
-		retry_ms = RETRY_CAP_MS;
-	if (!retry_timer)
-		retry_timer = loop_timer_after(s->loop, retry_ms, retry_fire, s);
+	s->retry_ms = s->retry_ms ? s->retry_ms * 2 : RECONCILE_RETRY_FIRST_MS;
+	if (s->retry_ms > RECONCILE_RETRY_CAP_MS)
+		s->retry_ms = RECONCILE_RETRY_CAP_MS;
+	if (!loop_timer_armed(&s->retry))
+		loop_timer_start(s->loop, &s->retry, s->retry_ms);
+}
+
+static void shutdown_deadline(struct loop *l, void *arg);
+
+void reconcile_init(struct supervisor *s)
+{
+	loop_timer_init(&s->retry, retry_fire, s);
+	loop_timer_init(&s->shutdown_deadline, shutdown_deadline, s);
+}
+
+void reconcile_free(struct supervisor *s)
+{
+	loop_timer_stop(s->loop, &s->retry);
+	loop_timer_stop(s->loop, &s->shutdown_deadline);
+	free(s->state_fingerprint);
+	s->state_fingerprint = NULL;
 }
 
 /* The parallel Stage of every simulator the first wave did not stage; the
@@ -138,27 +136,19 @@ static void start_stage(struct supervisor *s)
 {
 	s->phase = PASS_STAGE;
 	log_debug("reconcile: generation %llu: parallel stage", (unsigned long long)s->pass_gen);
-	/* Nobody left to stage (only first-stagers run): go on now. */
-	if (wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd,
-		      STAGE_DEADLINE_MS) == 0)
-		reconcile_progress(s);
+	wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
 }
 
 static void start_pass(struct supervisor *s)
 {
 	/* This pass is the retry, if one was pending. */
-	if (retry_timer) {
-		loop_timer_cancel(s->loop, retry_timer);
-		retry_timer = NULL;
-	}
+	loop_timer_stop(s->loop, &s->retry);
 	s->pass_gen = s->state.generation;
 	s->pass_started_ms = loop_now_ms();
 	log_info("reconcile: generation %llu: stage", (unsigned long long)s->pass_gen);
 	/* The first-stagers alone, then everyone else (start_stage). */
 	s->phase = PASS_STAGE_FIRST;
-	if (wave(s, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS) == 0 ||
-	    wave_done(s, ROLE_STAGE_FIRST))
-		start_stage(s);
+	wave(s, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
 }
 
 void reconcile_request(struct supervisor *s)
@@ -180,7 +170,7 @@ static void finish_stage(struct supervisor *s)
 		if (!has_role(w, ROLE_SIM))
 			continue;
 		w->st->last_stage_seconds = secs;
-		if (w->op_ok) {
+		if (worker_op_ok(w)) {
 			w->st->stage_ok = true;
 			w->st->stage_error[0] = '\0';
 			w->st->failing_since = 0;
@@ -191,9 +181,9 @@ static void finish_stage(struct supervisor *s)
 		if (w->st->stage_ok || !w->st->failing_since)
 			w->st->failing_since = now;
 		w->st->stage_ok = false;
-		snprintf(w->st->stage_error, sizeof(w->st->stage_error), "%s", w->op_error);
+		snprintf(w->st->stage_error, sizeof(w->st->stage_error), "%s", worker_op_error(w));
 		log_error("reconcile: generation %llu: stage %s failed: %s",
-			  (unsigned long long)s->pass_gen, w->def->name, w->op_error);
+			  (unsigned long long)s->pass_gen, w->def->name, worker_op_error(w));
 	}
 	if (ok) {
 		s->status.last_stage_ok = true;
@@ -230,13 +220,13 @@ static void finish_pass(struct supervisor *s, bool ok)
 	s->phase = PASS_IDLE;
 }
 
+/* Daemons start once, on the first good barrier; later passes Reload. */
 static void start_daemons(struct supervisor *s)
 {
 	enum ipc_op op = s->daemons_started ? IPC_OP_RELOAD : IPC_OP_RUN;
 
 	s->phase = PASS_DAEMONS;
-	if (wave(s, ROLE_DAEMON, op, -1, STAGE_DEADLINE_MS) == 0)
-		reconcile_progress(s);
+	wave(s, ROLE_DAEMON, op, -1, STAGE_DEADLINE_MS);
 }
 
 static void finish_daemons(struct supervisor *s)
@@ -247,11 +237,11 @@ static void finish_daemons(struct supervisor *s)
 		struct worker_proc *w = &s->workers[i];
 		if (!has_role(w, ROLE_DAEMON))
 			continue;
-		if (w->op_ok)
+		if (worker_op_ok(w))
 			daemons_apply_spec(s, w, reload);
 		else
 			log_error("reconcile: %s: daemon description failed: %s", w->def->name,
-				  w->op_error);
+				  worker_op_error(w));
 	}
 	s->daemons_started = true;
 }
@@ -260,8 +250,8 @@ static void abort_appliers(struct supervisor *s)
 {
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker_proc *w = &s->workers[i];
-		if (has_role(w, ROLE_APPLY) && !w->op_done && w->sock >= 0)
-			ipc_send_op(w->sock, IPC_OP_ABORT, s->pass_gen, w->op_seq, NULL, -1);
+		if (has_role(w, ROLE_APPLY) && !worker_op_done(w))
+			worker_abort(w);
 	}
 }
 
@@ -274,125 +264,132 @@ static void finish_apply(struct supervisor *s)
 		if (!has_role(w, ROLE_APPLY))
 			continue;
 		w->st->last_apply_seconds = secs;
-		if (!w->op_ok) {
+		if (!worker_op_ok(w)) {
 			w->st->apply_failures++;
 			log_error("reconcile: generation %llu: apply %s failed: %s",
-				  (unsigned long long)s->pass_gen, w->def->name, w->op_error);
+				  (unsigned long long)s->pass_gen, w->def->name, worker_op_error(w));
 		}
 	}
 }
 
-static void send_deferred(struct supervisor *s)
+static void log_wave_failures(const struct supervisor *s, unsigned role, const char *what)
 {
-	for (int i = 0; i < s->nworkers; i++) {
-		struct worker_proc *w = &s->workers[i];
-		if (w->deferred_op != IPC_OP_INVALID && w->phase == IPC_PHASE_IDLE && w->sock >= 0) {
-			enum ipc_op op = w->deferred_op;
-			w->deferred_op = IPC_OP_INVALID;
-			worker_send(s, w, op, -1, s->opt.shutdown_ms);
-		}
-	}
+	for (int i = 0; i < s->nworkers; i++)
+		if (has_role(&s->workers[i], role) && !worker_op_ok(&s->workers[i]))
+			log_warn("teardown: %s %s: %s", what, s->workers[i].def->name,
+				 worker_op_error(&s->workers[i]));
 }
 
-static void teardown_step(struct supervisor *s)
+/* One step of the teardown; false while it waits for something. */
+static bool teardown_step(struct supervisor *s)
 {
 	switch (s->phase) {
 	case PASS_REVOKE:
-		send_deferred(s);
 		if (!wave_done(s, ROLE_APPLY))
-			return;
-		for (int i = 0; i < s->nworkers; i++)
-			if (has_role(&s->workers[i], ROLE_APPLY) && !s->workers[i].op_ok)
-				log_warn("teardown: revoke %s: %s", s->workers[i].def->name,
-					 s->workers[i].op_error);
+			return false;
+		log_wave_failures(s, ROLE_APPLY, "revoke");
 		s->phase = PASS_STOP_DAEMONS;
 		daemons_stop_all(s);
-		/* fall through */
+		return true;
 	case PASS_STOP_DAEMONS:
 		if (!daemons_all_stopped(s))
-			return;
+			return false;
 		s->phase = PASS_DISCARD;
 		wave(s, ROLE_SIM, IPC_OP_DISCARD, -1, s->opt.shutdown_ms);
-		/* fall through */
+		return true;
 	case PASS_DISCARD:
-		send_deferred(s);
 		if (!wave_done(s, ROLE_SIM))
-			return;
-		for (int i = 0; i < s->nworkers; i++)
-			if (has_role(&s->workers[i], ROLE_SIM) && !s->workers[i].op_ok)
-				log_warn("teardown: discard %s: %s", s->workers[i].def->name,
-					 s->workers[i].op_error);
+			return false;
+		log_wave_failures(s, ROLE_SIM, "discard");
 		s->phase = PASS_DONE;
 		workers_stop_all(s);
-		/* fall through */
+		return true;
 	case PASS_DONE:
 		if (workers_all_gone(s) && daemons_all_stopped(s))
 			loop_stop(s->loop);
-		return;
+		return false;
 	default:
-		return;
+		return false;
 	}
 }
 
-void reconcile_progress(struct supervisor *s)
+/* One step of the pass; false while it waits for worker news. */
+static bool pass_step(struct supervisor *s)
 {
-	if (s->shutting_down) {
-		teardown_step(s);
-		return;
-	}
 	switch (s->phase) {
 	case PASS_IDLE:
-		if (s->pass_pending && s->have_state && !workers_settling(s)) {
-			s->pass_pending = false;
-			start_pass(s);
-		}
-		return;
+		if (!s->pass_pending || !s->have_state || workers_settling(s))
+			return false;
+		s->pass_pending = false;
+		start_pass(s);
+		return true;
 	case PASS_STAGE_FIRST:
 		if (!wave_done(s, ROLE_STAGE_FIRST))
-			return;
+			return false;
 		start_stage(s);
-		return;
+		return true;
 	case PASS_STAGE:
 		if (!wave_done(s, ROLE_SIM))
-			return;
+			return false;
 		finish_stage(s);
-		if (!s->status.last_stage_ok) {
-			finish_pass(s, false);
-			reconcile_progress(s);
-			return;
-		}
-		start_daemons(s);
-		return;
+		if (!s->status.last_stage_ok)
+			finish_pass(s, false);	/* the barrier holds: no daemons, no Apply */
+		else
+			start_daemons(s);
+		return true;
 	case PASS_DAEMONS:
 		if (!wave_done(s, ROLE_DAEMON))
-			return;
+			return false;
 		finish_daemons(s);
 		s->phase = PASS_APPLY;
-		if (wave(s, ROLE_APPLY, IPC_OP_APPLY, -1, APPLY_DEADLINE_MS) == 0) {
+		if (wave(s, ROLE_APPLY, IPC_OP_APPLY, -1, APPLY_DEADLINE_MS) == 0)
 			finish_pass(s, true);
-			reconcile_progress(s);
-		}
-		return;
+		return true;
 	case PASS_APPLY:
 		if (!wave_done(s, ROLE_APPLY)) {
 			if (wave_failed(s, ROLE_APPLY))
 				abort_appliers(s);	/* fail fast */
-			return;
+			return false;
 		}
 		finish_apply(s);
 		finish_pass(s, wave_ok(s, ROLE_APPLY));
-		reconcile_progress(s);
-		return;
+		return true;
 	default:
 		log_error("reconcile: unexpected phase %s", phase_names[s->phase]);
-		return;
+		return false;
 	}
 }
 
-/* The compiled state without its generation, to tell a real change from
- * bytes that differ but mean the same (whitespace, comments, restore). */
-static char *last_fingerprint;
+/* Steps until the pass waits.  Re-entry (a worker op that fails while a
+ * wave is being sent) only asks the running loop for one more round. */
+void reconcile_progress(struct supervisor *s)
+{
+	if (s->progressing) {
+		s->progress_again = true;
+		return;
+	}
+	s->progressing = true;
+	do {
+		s->progress_again = false;
+		while (s->shutting_down ? teardown_step(s) : pass_step(s))
+			;
+	} while (s->progress_again);
+	s->progressing = false;
+}
 
+void reconcile_on_worker(struct supervisor *s, struct worker_proc *w)
+{
+	/* A worker that came back re-stages (and re-applies) the current
+	 * generation: run the pass again. */
+	if (worker_take_came_back(w) && s->have_state && !s->shutting_down)
+		reconcile_request(s);
+	else
+		reconcile_progress(s);
+}
+
+/* The compiled state without its generation (s->state_fingerprint) tells
+ * a real change from bytes that differ but mean the same (whitespace,
+ * comments, restore). */
 int reconcile_set_state(struct supervisor *s, struct state *st)
 {
 	char *json, *fp;
@@ -402,15 +399,15 @@ int reconcile_set_state(struct supervisor *s, struct state *st)
 	st->generation = 0;
 	if ((r = state_encode(st, &fp, &len)) < 0)
 		return r;
-	if (last_fingerprint && strcmp(fp, last_fingerprint) == 0 && s->have_state) {
+	if (s->state_fingerprint && strcmp(fp, s->state_fingerprint) == 0 && s->have_state) {
 		free(fp);
 		state_free(st);
 		log_info("desired state: compiles to generation %llu unchanged; nothing to do",
 			 (unsigned long long)s->state.generation);
 		return 1;
 	}
-	free(last_fingerprint);
-	last_fingerprint = fp;
+	free(s->state_fingerprint);
+	s->state_fingerprint = fp;
 	st->generation = ++s->next_gen;
 	if ((r = state_encode(st, &json, &len)) < 0)
 		return r;
@@ -427,15 +424,8 @@ int reconcile_set_state(struct supervisor *s, struct state *st)
 	s->have_state = true;
 	s->status.have_state = true;
 	/* A new desired state gives failed units another chance. */
-	for (int i = 0; i < s->nworkers; i++) {
-		struct worker_proc *w = &s->workers[i];
-		if (w->st->failed) {
-			w->st->failed = false;
-			backoff_reset(&w->bo);
-			if (!w->pid && !w->restart)
-				workers_spawn_for_teardown(s, w);
-		}
-	}
+	for (int i = 0; i < s->nworkers; i++)
+		worker_reset_failed(&s->workers[i]);
 	daemons_reset_failed(s);
 	reconcile_request(s);
 	return 0;
@@ -445,12 +435,9 @@ static void shutdown_deadline(struct loop *l, void *arg)
 {
 	struct supervisor *s = arg;
 
-	s->shutdown_deadline = NULL;
 	log_error("teardown: --shutdown-timeout reached in phase %s; killing what is left",
 		  phase_names[s->phase]);
-	for (int i = 0; i < s->nworkers; i++)
-		if (s->workers[i].pid)
-			kill(s->workers[i].pid, SIGKILL);
+	workers_kill_all(s);
 	for (int i = 0; i < MAX_DAEMONS; i++)
 		if (s->daemons[i].used && s->daemons[i].pid)
 			kill(s->daemons[i].pid, SIGKILL);
@@ -468,13 +455,10 @@ void reconcile_teardown(struct supervisor *s)
 	log_info("teardown: revoke, stop daemons, discard (budget %llu ms)",
 		 (unsigned long long)s->opt.shutdown_ms);
 	/* The teardown's own budget, independent of whatever was cancelled. */
-	s->shutdown_deadline = loop_timer_after(s->loop, s->opt.shutdown_ms, shutdown_deadline, s);
+	loop_timer_start(s->loop, &s->shutdown_deadline, s->opt.shutdown_ms);
 	s->pass_pending = false;
-	if (retry_timer) {
-		loop_timer_cancel(s->loop, retry_timer);
-		retry_timer = NULL;
-	}
+	loop_timer_stop(s->loop, &s->retry);
 	s->phase = PASS_REVOKE;
 	wave(s, ROLE_APPLY, IPC_OP_REVOKE, -1, s->opt.shutdown_ms);
-	teardown_step(s);
+	reconcile_progress(s);
 }

@@ -61,7 +61,7 @@ struct source {
 	int ifd;			/* -1: inotify unavailable, resync only */
 	struct watch watches[SOURCE_MAX_WATCHES];
 	size_t nwatches;
-	struct loop_timer *debounce, *resync;
+	struct loop_timer debounce, resync;
 	uint64_t first_poke;
 	bool emitted;			/* at least one update went out */
 	bool error_since_emit;		/* recovery re-emits even unchanged bytes */
@@ -299,7 +299,6 @@ static void on_debounce(struct loop *l, void *arg)
 {
 	struct source *s = arg;
 
-	s->debounce = NULL;	/* the loop frees a fired timer */
 	refresh(s);
 }
 
@@ -308,9 +307,7 @@ static void on_resync(struct loop *l, void *arg)
 	struct source *s = arg;
 
 	/* Re-armed first so that a stop from a callback cancels it. */
-	s->resync = loop_timer_after(l, s->resync_ms, on_resync, s);
-	if (!s->resync)
-		log_error("source: resync timer: %s", strerror(ENOMEM));
+	loop_timer_start(l, &s->resync, s->resync_ms);
 	refresh(s);
 }
 
@@ -320,17 +317,13 @@ static void poke(struct source *s)
 {
 	uint64_t now = loop_now_ms();
 
-	if (s->debounce) {
+	if (loop_timer_armed(&s->debounce)) {
 		if (now - s->first_poke >= SOURCE_DEBOUNCE_MAX_FACTOR * s->debounce_ms)
 			return;
-		loop_timer_cancel(s->loop, s->debounce);
 	} else {
 		s->first_poke = now;
 	}
-	s->debounce = loop_timer_after(s->loop, s->debounce_ms, on_debounce, s);
-	if (!s->debounce)
-		log_error("source: debounce timer: %s (change left to the resync)",
-			  strerror(ENOMEM));
+	loop_timer_start(s->loop, &s->debounce, s->debounce_ms);
 }
 
 static bool event_matters(struct source *s, const struct inotify_event *ev)
@@ -415,8 +408,8 @@ static int absolute_path(const char *path, char **out)
 static void source_free(struct source *s)
 {
 	close_inotify(s);
-	loop_timer_cancel(s->loop, s->debounce);
-	loop_timer_cancel(s->loop, s->resync);
+	loop_timer_stop(s->loop, &s->debounce);
+	loop_timer_stop(s->loop, &s->resync);
 	free(s->prof.path);
 	free(s->prof.bytes);
 	free(s->topo.path);
@@ -439,6 +432,8 @@ int source_start(struct loop *l, const struct source_opts *o,
 	s->error = error;
 	s->arg = arg;
 	s->ifd = -1;
+	loop_timer_init(&s->debounce, on_debounce, s);
+	loop_timer_init(&s->resync, on_resync, s);
 	s->resync_ms = o->resync_ms ? o->resync_ms : SOURCE_RESYNC_DEFAULT_MS;
 	s->debounce_ms = o->debounce_ms ? o->debounce_ms : SOURCE_DEBOUNCE_DEFAULT_MS;
 	s->prof.label = "profile";
@@ -462,12 +457,7 @@ int source_start(struct loop *l, const struct source_opts *o,
 		source_free(s);
 		return r;
 	}
-	s->resync = loop_timer_after(l, s->resync_ms, on_resync, s);
-	if (!s->resync) {
-		log_error("source: resync timer: %s", strerror(ENOMEM));
-		source_free(s);
-		return -ENOMEM;
-	}
+	loop_timer_start(l, &s->resync, s->resync_ms);
 	*out = s;
 	if (!refresh(s)) {
 		*out = NULL;	/* stopped from its own first callback */

@@ -8,11 +8,16 @@
 #include <sys/types.h>
 
 #include "ipc/msg.h"
+#include "ipc/proto.h"
 #include "ipc/state.h"
+#include "ipc/sendq.h"
 #include "supervisor/backoff.h"
+#include "supervisor/lifecycle.h"
 #include "supervisor/loop.h"
 #include "supervisor/options.h"
 #include "supervisor/status.h"
+
+struct source;
 
 #define MAX_WORKERS 8
 #define MAX_DAEMONS 8
@@ -20,6 +25,9 @@
 #define APPLY_DEADLINE_MS 30000
 #define HELLO_DEADLINE_MS 10000
 #define STATUS_POLL_MS 2000
+/* A failed pass is retried after 2 s, doubling to 30 s. */
+#define RECONCILE_RETRY_FIRST_MS 2000
+#define RECONCILE_RETRY_CAP_MS 30000
 
 /* ROLE_STAGE_FIRST: this simulator's Stage runs to completion before the
  * parallel Stage of the others (cri withdraws CDI spec entries before
@@ -29,43 +37,55 @@
 enum { ROLE_SIM = 1, ROLE_APPLY = 2, ROLE_DAEMON = 4, ROLE_STAGE_FIRST = 8,
        ROLE_RELOAD_OVERRIDES = 16 };
 
+/* A daemon a simulator may ask for (supervisor/simtable.c). */
+struct daemon_def {
+	const char *name;		/* binary in the libexec dir; also its name */
+	int max_args;			/* argv entries, argv[0] included */
+	const char *const *env_keys;	/* keys the worker may pass; NULL-terminated */
+	const int *caps;		/* its capability set, -1 terminated */
+};
+
 struct sim_def {
 	const char *name;
 	const char *binary;		/* in the libexec dir */
 	unsigned roles;
-	const int *caps;		/* capability bounding set, -1 terminated */
+	const int *caps;		/* the worker's capability set, -1 terminated */
+	const struct daemon_def *daemons;	/* may start; name == NULL ends; NULL = none */
 };
 
+/* One worker.  The lifecycle fields are lifecycle.c's alone (see
+ * lifecycle.h); sock and sendq belong to the process layer (workers.c). */
 struct worker_proc {
 	const struct sim_def *def;
+	struct supervisor *sup;		/* owner, for timer and fd callbacks */
+	enum worker_state state;
 	pid_t pid;			/* 0 = not running */
-	int sock;			/* supervisor end, -1 when none */
-	enum ipc_worker_phase phase;
-	enum ipc_op op;			/* op in flight (phase BUSY) */
-	uint64_t op_gen, op_seq;
-	bool op_done, op_ok;
-	char op_error[512];
-	enum ipc_op deferred_op;	/* teardown op to send after hello */
-	struct loop_timer *deadline;
-	struct loop_timer *restart;
+	struct worker_op op;		/* the last op reconcile asked for */
+	uint64_t busy_seq;		/* seq of the command being executed */
+	enum ipc_op busy_op;		/* and its op */
+	bool came_back;			/* brought back by the restart timer */
+	bool condemned;			/* failed for good once reaped */
+	struct loop_timer deadline, restart;
 	struct backoff bo;
-	bool restarted;			/* a restart: re-run the pass on hello */
 	struct sim_status *st;
-	/* daemon spec received in reply to run/reload */
-	bool have_spec;
-	char spec_name[64], spec_path[4096], spec_reload[4096];
-	char *spec_argv[17], *spec_env[17];
+	int sock;			/* supervisor end, -1 when none */
+	struct ipc_sendq sendq;		/* commands the socket did not take yet */
+	/* daemon spec received in reply to run/reload, checked against the
+	 * row; name "" = none wanted */
+	struct ipc_daemon_spec spec;
 };
 
 struct daemon_proc {
 	bool used;
 	char owner[32];			/* simulator that described it */
-	char name[64], path[4096];
-	char *argv[17], *env[17];
+	const struct daemon_def *def;	/* its row: binary and capabilities */
+	char name[IPC_DAEMON_NAME_MAX], path[4096];	/* path: libexecdir/name */
+	struct ipc_daemon_spec spec;	/* argv and env as checked */
 	pid_t pid;
 	bool wanted, stopping;
 	struct backoff bo;
-	struct loop_timer *restart, *kill_timer;
+	struct supervisor *sup;		/* owner, for the timer callbacks */
+	struct loop_timer restart, kill_timer;
 	struct daemon_status *st;
 };
 
@@ -77,12 +97,14 @@ enum pass_phase {
 struct supervisor {
 	struct options opt;
 	struct loop *loop;
+	const struct worker_io *wio;	/* processes and sockets (tests: fakes) */
 	char libexecdir[4096];
 	struct node_status status;
 	struct sim_status sim_status[MAX_WORKERS];
 	struct daemon_status daemon_status[MAX_DAEMONS];
 
 	int nworkers;
+	uint64_t next_seq;		/* of the ops sent to workers */
 	struct worker_proc workers[MAX_WORKERS];
 	struct daemon_proc daemons[MAX_DAEMONS];
 
@@ -91,6 +113,7 @@ struct supervisor {
 	bool have_state;
 	int state_fd;			/* sealed memfd of state, -1 none */
 	uint64_t next_gen;
+	char *state_fingerprint;	/* the state without its generation */
 
 	/* the pass in flight */
 	enum pass_phase phase;
@@ -101,22 +124,30 @@ struct supervisor {
 	uint64_t applied_gen;		/* last generation fully applied */
 	uint64_t wave_started_ms;
 	bool first_ready_sent;
+	bool progressing, progress_again;	/* reconcile_progress re-entry */
+	/* A failed pass is retried on its own, 2 s doubling to 30 s. */
+	struct loop_timer retry;
+	uint64_t retry_ms;
+
+	struct loop_timer poll, watchdog;	/* main.c's ticks */
+	struct source *overrides_src;		/* overrides_watch.c */
+	bool overrides_seen;			/* its first read is the start */
+	uint64_t watchdog_ms;
 
 	bool shutting_down;
-	struct loop_timer *shutdown_deadline;
+	struct loop_timer shutdown_deadline;
 	int exit_code;
 };
 
-/* workers.c */
+/* workers.c: the simulators selected by --simulators, over real
+ * processes; lifecycle.h has the per-worker API. */
 int workers_setup(struct supervisor *s);
 void workers_start_all(struct supervisor *s);
-int worker_send(struct supervisor *s, struct worker_proc *w, enum ipc_op op, int fd,
-		uint64_t deadline_ms);
-void workers_on_exit(struct supervisor *s, pid_t pid, int status);
+bool workers_on_exit(struct supervisor *s, pid_t pid, int status);
 void workers_poll_status(struct supervisor *s);
 void workers_stop_all(struct supervisor *s);
-int workers_spawn_for_teardown(struct supervisor *s, struct worker_proc *w);
 bool workers_all_gone(const struct supervisor *s);
+void workers_kill_all(struct supervisor *s);
 struct worker_proc *worker_by_name(struct supervisor *s, const char *name);
 
 /* daemons.c */
@@ -129,9 +160,13 @@ void daemons_reset_failed(struct supervisor *s);
 /* overrides_watch.c: mokka-ctl's document -> Reload of the daemons that
  * act on it. */
 int overrides_watch_start(struct supervisor *s);
-void overrides_watch_stop(void);
+void overrides_watch_stop(struct supervisor *s);
 
 /* reconcile.c */
+void reconcile_init(struct supervisor *s);
+void reconcile_free(struct supervisor *s);
+/* The one way worker news (a result, a hello, an exit) enters the pass. */
+void reconcile_on_worker(struct supervisor *s, struct worker_proc *w);
 void reconcile_request(struct supervisor *s);
 void reconcile_progress(struct supervisor *s);
 void reconcile_teardown(struct supervisor *s);

@@ -38,12 +38,21 @@ static void run_until(int (*pred)(void), uint64_t max_ms)
 /* ---- timers ---- */
 
 static int order[16], norder;
+static struct loop_timer tm[8];
 
 static void record(struct loop *lp, void *arg)
 {
 	(void)lp;
 	cr_assert_lt(norder, 16);
 	order[norder++] = (int)(intptr_t)arg;
+}
+
+/* Arm tm[i] to record i after delay_ms. */
+static struct loop_timer *after(int i, uint64_t delay_ms)
+{
+	loop_timer_init(&tm[i], record, (void *)(intptr_t)i);
+	loop_timer_start(l, &tm[i], delay_ms);
+	return &tm[i];
 }
 
 static int fired3(void) { return norder >= 3; }
@@ -64,23 +73,25 @@ Test(loop, timers_fire_in_due_order)
 
 	norder = 0;
 	/* added out of order, including two with the same due time */
-	cr_assert_not_null(loop_timer_after(l, 60, record, (void *)3));
-	cr_assert_not_null(loop_timer_after(l, 20, record, (void *)1));
-	cr_assert_not_null(loop_timer_after(l, 40, record, (void *)2));
+	after(3, 60);
+	after(1, 20);
+	after(2, 40);
 	run_until(fired3, 3000);
 	cr_assert_eq(norder, 3);
 	cr_assert_eq(order[0], 1);
 	cr_assert_eq(order[1], 2);
 	cr_assert_eq(order[2], 3);
 	cr_assert_geq(loop_now_ms() - start, 60, "fired early");
+	for (int i = 1; i <= 3; i++)
+		cr_assert_not(loop_timer_armed(&tm[i]), "a fired timer stays armed");
 }
 
 Test(loop, equal_due_times_fire_in_insertion_order)
 {
 	norder = 0;
-	cr_assert_not_null(loop_timer_after(l, 0, record, (void *)1));
-	cr_assert_not_null(loop_timer_after(l, 0, record, (void *)2));
-	cr_assert_not_null(loop_timer_after(l, 0, record, (void *)3));
+	after(1, 0);
+	after(2, 0);
+	after(3, 0);
 	run_until(fired3, 3000);
 	cr_assert_eq(order[0], 1);
 	cr_assert_eq(order[1], 2);
@@ -92,10 +103,11 @@ Test(loop, timer_not_early)
 	uint64_t start = loop_now_ms();
 
 	norder = 0;
-	cr_assert_not_null(loop_timer_after(l, 150, record, (void *)1));
+	after(1, 150);
 	/* a short wait must not fire it */
 	cr_assert_geq(loop_run_once(l, 10), 0);
 	cr_assert_eq(norder, 0);
+	cr_assert(loop_timer_armed(&tm[1]));
 	while (norder == 0 && loop_now_ms() - start < 3000)
 		cr_assert_geq(loop_run_once(l, -1), 0);
 	cr_assert_eq(norder, 1);
@@ -106,16 +118,17 @@ static int fired1(void) { return norder >= 1; }
 
 Test(loop, cancel)
 {
-	struct loop_timer *a, *b, *c;
+	struct loop_timer never = { 0 };
 
 	norder = 0;
-	a = loop_timer_after(l, 10, record, (void *)1);
-	b = loop_timer_after(l, 20, record, (void *)2);
-	c = loop_timer_after(l, 30, record, (void *)3);
-	cr_assert(a && b && c);
-	loop_timer_cancel(l, a);	/* the head: the timerfd is re-armed */
-	loop_timer_cancel(l, c);
-	loop_timer_cancel(l, NULL);	/* harmless */
+	after(1, 10);
+	after(2, 20);
+	after(3, 30);
+	loop_timer_stop(l, &tm[1]);	/* the head: the timerfd is re-armed */
+	loop_timer_stop(l, &tm[3]);
+	loop_timer_stop(l, &tm[3]);	/* twice: harmless */
+	loop_timer_stop(l, &never);	/* never set up: harmless */
+	cr_assert_not(loop_timer_armed(&tm[1]));
 	run_until(fired1, 3000);
 	cr_assert_eq(norder, 1);
 	cr_assert_eq(order[0], 2);
@@ -125,22 +138,36 @@ Test(loop, cancel)
 	cr_assert_eq(norder, 1);
 }
 
-static struct loop_timer *victim;
+Test(loop, restart_moves_an_armed_timer)
+{
+	uint64_t start = loop_now_ms();
+
+	norder = 0;
+	after(1, 10);
+	after(2, 40);
+	/* re-arming tm[1] later than tm[2] moves it, it is not armed twice */
+	loop_timer_start(l, &tm[1], 80);
+	run_until(fired3, 500);
+	cr_assert_eq(norder, 2);
+	cr_assert_eq(order[0], 2);
+	cr_assert_eq(order[1], 1);
+	cr_assert_geq(loop_now_ms() - start, 80);
+}
 
 static void cancel_other(struct loop *lp, void *arg)
 {
 	record(lp, arg);
-	loop_timer_cancel(lp, victim);
-	victim = NULL;
+	loop_timer_stop(lp, &tm[2]);
 }
 
 Test(loop, cancel_from_a_timer_callback)
 {
 	norder = 0;
 	/* both due in the same pass: the first cancels the second */
-	cr_assert_not_null(loop_timer_after(l, 5, cancel_other, (void *)1));
-	victim = loop_timer_after(l, 5, record, (void *)2);
-	cr_assert_not_null(loop_timer_after(l, 80, record, (void *)3));
+	loop_timer_init(&tm[1], cancel_other, (void *)1);
+	loop_timer_start(l, &tm[1], 5);
+	after(2, 5);
+	after(3, 80);
 	usleep(20000);
 	run_until(fired1, 3000);
 	for (int i = 0; i < 10 && norder < 2; i++)
@@ -153,17 +180,74 @@ Test(loop, cancel_from_a_timer_callback)
 static void rearm(struct loop *lp, void *arg)
 {
 	record(lp, arg);
-	if ((intptr_t)arg < 3)
-		cr_assert_not_null(loop_timer_after(lp, 0, rearm, (void *)((intptr_t)arg + 1)));
+	if ((intptr_t)arg < 3) {
+		loop_timer_init(&tm[(intptr_t)arg + 1], rearm, (void *)((intptr_t)arg + 1));
+		loop_timer_start(lp, &tm[(intptr_t)arg + 1], 0);
+	}
 }
 
 Test(loop, timer_added_from_timer_callback)
 {
 	norder = 0;
-	cr_assert_not_null(loop_timer_after(l, 0, rearm, (void *)1));
+	loop_timer_init(&tm[1], rearm, (void *)1);
+	loop_timer_start(l, &tm[1], 0);
 	run_until(fired3, 3000);
 	cr_assert_eq(norder, 3);
 	cr_assert_eq(order[2], 3);
+}
+
+/* A periodic tick: the callback re-arms its own timer. */
+static void tick(struct loop *lp, void *arg)
+{
+	record(lp, arg);
+	cr_assert_not(loop_timer_armed(&tm[0]), "armed inside its own callback");
+	if (norder < 3)
+		loop_timer_start(lp, &tm[0], 1);
+}
+
+Test(loop, timer_rearms_itself)
+{
+	norder = 0;
+	loop_timer_init(&tm[0], tick, (void *)7);
+	loop_timer_start(l, &tm[0], 0);
+	run_until(fired3, 3000);
+	cr_assert_eq(norder, 3);
+	cr_assert_not(loop_timer_armed(&tm[0]));
+}
+
+/* An owner that frees itself from its timer's callback: the loop must not
+ * touch the timer afterwards (ASan reports it if it does). */
+struct owner {
+	struct loop_timer t;
+	int *freed;
+};
+
+static void owner_fire(struct loop *lp, void *arg)
+{
+	struct owner *o = arg;
+
+	(void)lp;
+	(*o->freed)++;
+	free(o);
+}
+
+Test(loop, owner_freed_in_its_timer_callback)
+{
+	int freed = 0;
+	struct owner *o = calloc(1, sizeof(*o)), *p = calloc(1, sizeof(*p));
+
+	cr_assert(o && p);
+	o->freed = &freed;
+	loop_timer_init(&o->t, owner_fire, o);
+	loop_timer_start(l, &o->t, 0);
+	/* a stopped owner can go at once */
+	loop_timer_init(&p->t, owner_fire, p);
+	loop_timer_start(l, &p->t, 0);
+	loop_timer_stop(l, &p->t);
+	free(p);
+	for (int i = 0; i < 20 && !freed; i++)
+		cr_assert_geq(loop_run_once(l, 50), 0);
+	cr_assert_eq(freed, 1);
 }
 
 /* ---- fds ---- */
@@ -341,7 +425,8 @@ static void timer_stop(struct loop *lp, void *arg)
 static void fd_then_timer(struct loop *lp, int fd, uint32_t events, void *arg)
 {
 	on_read(lp, fd, events, arg);
-	cr_assert_not_null(loop_timer_after(lp, 10, timer_stop, NULL));
+	loop_timer_init(&tm[0], timer_stop, NULL);
+	loop_timer_start(lp, &tm[0], 10);
 }
 
 Test(loop, stop)
@@ -372,9 +457,10 @@ Test(loop, free_with_pending_timers_and_fds)
 
 	cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
 	cr_assert_eq(loop_add_fd(l, p[0], EPOLLIN, on_read, &rec), 0);
-	cr_assert_not_null(loop_timer_after(l, 100000, record, NULL));
-	cr_assert_not_null(loop_timer_after(l, 200000, record, NULL));
-	/* teardown frees them; ASan reports any leak */
+	after(1, 100000);
+	after(2, 200000);
+	/* teardown frees the loop and the fd entries (the timers are ours);
+	 * ASan reports any leak */
 	close(p[1]);
 	close(p[0]);
 }

@@ -1,0 +1,306 @@
+/* The worker lifecycle table (supervisor/lifecycle.c) driven through fake
+ * workers: hello, ops and results, the BUSY row, deadlines, protocol
+ * errors, crashes with backoff and the 5-in-60 s failed state. */
+#include <errno.h>
+#include <signal.h>
+
+#include <criterion/criterion.h>
+
+#include "fake_workers_fixture.h"
+
+static const struct sim_def defs[] = {
+	{ .name = "solo", .binary = "mokka-worker-solo", .roles = ROLE_SIM, .caps = no_caps },
+};
+
+static void setup(void)
+{
+	fake_setup(defs, 1);
+}
+
+TestSuite(lifecycle, .init = setup, .fini = fake_teardown);
+
+Test(lifecycle, hello_op_result)
+{
+	struct worker_proc *w = W(0);
+
+	cr_assert_eq(worker_state(w), WORKER_DOWN);
+	worker_start(w);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	cr_assert_eq(w->pid, 1000);
+	cr_assert_eq(w->st->pid, 1000);
+	cr_assert(loop_timer_armed(&w->deadline), "no hello deadline");
+	cr_assert(worker_is_settling(w));
+	worker_on_hello(w);
+	cr_assert(worker_is_idle(w));
+	cr_assert_not(loop_timer_armed(&w->deadline));
+	cr_assert_str_eq(w->st->not_ready_reason, "not staged yet");
+
+	cr_assert_eq(worker_send_op(w, IPC_OP_STAGE, 7, 30000, false), 0);
+	cr_assert_eq(worker_state(w), WORKER_BUSY);
+	cr_assert_eq(fk.nsent, 1);
+	cr_assert_eq(fk.sent[0].op, IPC_OP_STAGE);
+	cr_assert_eq(fk.sent[0].fd, 7);
+	cr_assert(loop_timer_armed(&w->deadline));
+	cr_assert_not(worker_op_done(w));
+
+	/* a reply to an older seq is no answer */
+	worker_on_result(w, fk.sent[0].seq + 100, true, "");
+	cr_assert_eq(worker_state(w), WORKER_BUSY);
+	cr_assert_not(worker_op_done(w));
+
+	worker_on_result(w, fk.sent[0].seq, false, "dev/nvidia0: mknod: Permission denied");
+	cr_assert(worker_is_idle(w));
+	cr_assert(worker_op_done(w));
+	cr_assert_not(worker_op_ok(w));
+	cr_assert_str_eq(worker_op_error(w), "dev/nvidia0: mknod: Permission denied");
+	cr_assert_not(loop_timer_armed(&w->deadline));
+}
+
+Test(lifecycle, failure_without_errors_is_named_after_the_op)
+{
+	fake_boot();
+	worker_send_op(W(0), IPC_OP_APPLY, -1, 1000, false);
+	fake_reply(0, false, "");
+	cr_assert_str_eq(worker_op_error(W(0)), "apply failed");
+}
+
+Test(lifecycle, op_to_a_worker_that_is_not_up_fails_at_once)
+{
+	struct worker_proc *w = W(0);
+
+	cr_assert_eq(worker_send_op(w, IPC_OP_STAGE, -1, 1000, false), -ESRCH);
+	cr_assert(worker_op_done(w));
+	cr_assert_str_eq(worker_op_error(w), "worker not running");
+	worker_start(w);
+	/* starting: no hello yet */
+	cr_assert_eq(worker_send_op(w, IPC_OP_STAGE, -1, 1000, false), -ESRCH);
+	cr_assert_str_eq(worker_op_error(w), "worker not running");
+	cr_assert_eq(fk.nsent, 0);
+}
+
+Test(lifecycle, busy_row_one_command_at_a_time)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	/* only abort (and status, shutdown) may reach a busy worker */
+	cr_assert_eq(worker_send_op(w, IPC_OP_APPLY, -1, 1000, false), -EBUSY);
+	cr_assert_eq(fk.nsent, 1);
+	worker_abort(w);
+	cr_assert_eq(fk.nsent, 2);
+	cr_assert_eq(fk.sent[1].op, IPC_OP_ABORT);
+	cr_assert_eq(fk.sent[1].seq, fk.sent[0].seq, "abort names the op in flight");
+	/* status polls go to idle workers only */
+	worker_poll_status(w);
+	cr_assert_eq(fk.nsent, 2);
+}
+
+Test(lifecycle, teardown_op_waits_for_the_op_in_flight)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	cr_assert_eq(worker_send_op(w, IPC_OP_REVOKE, -1, 1000, true), 0);
+	cr_assert_eq(fk.nsent, 1, "sent while busy");
+	cr_assert_not(worker_op_done(w));
+	fake_reply(0, true, "");
+	/* the stage result is dropped; the revoke goes out now */
+	cr_assert_eq(fk.nsent, 2);
+	cr_assert_eq(fk.sent[1].op, IPC_OP_REVOKE);
+	cr_assert_eq(worker_state(w), WORKER_BUSY);
+	cr_assert_not(worker_op_done(w));
+	fake_reply(0, true, "");
+	cr_assert(worker_op_ok(w));
+}
+
+Test(lifecycle, teardown_op_brings_a_down_worker_up)
+{
+	struct worker_proc *w = W(0);
+
+	cr_assert_eq(worker_send_op(w, IPC_OP_DISCARD, -1, 1000, true), 0);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	cr_assert_eq(fk.spawns[0], 1);
+	cr_assert_eq(fk.nsent, 0);
+	worker_on_hello(w);
+	cr_assert_eq(fk.nsent, 1);
+	cr_assert_eq(fk.sent[0].op, IPC_OP_DISCARD);
+	cr_assert_eq(worker_state(w), WORKER_BUSY);
+}
+
+Test(lifecycle, deadline_kills_and_fails_the_op)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	fake_fire(&w->deadline);
+	cr_assert_eq(fk.kills[0], 1);
+	cr_assert_eq(worker_state(w), WORKER_EXITING);
+	cr_assert(worker_op_done(w));
+	cr_assert_str_eq(worker_op_error(w), "stage timed out");
+	/* the exit that follows restarts it with backoff */
+	fake_exit(0, 0);
+	cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+	cr_assert_eq(w->pid, 0);
+	cr_assert(loop_timer_armed(&w->restart));
+	cr_assert_eq(w->st->restarts, 1);
+}
+
+Test(lifecycle, hello_deadline)
+{
+	worker_start(W(0));
+	fake_fire(&W(0)->deadline);
+	cr_assert_eq(fk.kills[0], 1);
+	cr_assert_eq(worker_state(W(0)), WORKER_EXITING);
+}
+
+Test(lifecycle, protocol_error_kills)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	worker_on_protocol_error(w, "protocol error: message not legal in this phase");
+	cr_assert_eq(fk.kills[0], 1);
+	cr_assert_geq(fk.detaches[0], 1);
+	cr_assert_str_eq(worker_op_error(w), "protocol error: message not legal in this phase");
+	fake_exit(0, 0);
+	cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+}
+
+Test(lifecycle, eof_then_exit)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	worker_on_eof(w);
+	cr_assert_eq(worker_state(w), WORKER_EXITING);
+	cr_assert_not(worker_op_done(w), "failed before the exit says why");
+	worker_on_exit(w, W_EXITCODE(0, SIGSEGV));
+	cr_assert_str_eq(worker_op_error(w), "worker exited on signal 11");
+	cr_assert_str_eq(w->st->not_ready_reason, "worker exited on signal 11");
+	cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+}
+
+Test(lifecycle, crash_restarts_with_backoff_and_comes_back)
+{
+	struct worker_proc *w = W(0);
+	uint64_t d;
+
+	fake_boot();
+	fake_exit(0, 1);
+	cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+	/* first crash: about 1 s (+-10 %), and never two starts within 1 s */
+	d = fake_due_in(&w->restart);
+	cr_assert_geq(d, 850);
+	cr_assert_leq(d, 1100);
+	fake_fire(&w->restart);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	cr_assert_eq(fk.spawns[0], 2);
+	worker_on_hello(w);
+	cr_assert(worker_take_came_back(w) == false, "came_back is taken by reconcile");
+}
+
+Test(lifecycle, five_crashes_in_a_minute_fail_until_the_state_changes)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	for (int i = 0; i < BACKOFF_BURST - 1; i++) {
+		fake_exit(0, 1);
+		cr_assert_eq(worker_state(w), WORKER_BACKOFF, "crash %d", i + 1);
+		fake_fire(&w->restart);
+		worker_on_hello(w);
+	}
+	fake_exit(0, 1);
+	cr_assert_eq(worker_state(w), WORKER_FAILED);
+	cr_assert(w->st->failed);
+	cr_assert_not(loop_timer_armed(&w->restart));
+	cr_assert_eq(w->st->restarts, BACKOFF_BURST);
+	/* an op says why */
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	cr_assert_str_eq(worker_op_error(w), "worker not running (restart limit reached)");
+	/* boot-time start leaves it alone; a new desired state does not */
+	worker_start(w);
+	cr_assert_eq(worker_state(w), WORKER_FAILED);
+	worker_reset_failed(w);
+	cr_assert_not(w->st->failed);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
+}
+
+Test(lifecycle, violation_fails_for_good)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	worker_send_op(w, IPC_OP_RUN, -1, 1000, false);
+	worker_on_violation(w, "daemon spec rejected: mokka-evil: not in this simulator's row");
+	cr_assert_eq(fk.kills[0], 1);
+	fake_exit(0, 0);
+	cr_assert_eq(worker_state(w), WORKER_FAILED);
+	cr_assert(w->st->failed);
+	cr_assert_not(loop_timer_armed(&w->restart));
+	cr_assert_str_eq(w->st->not_ready_reason,
+			 "daemon spec rejected: mokka-evil: not in this simulator's row");
+}
+
+Test(lifecycle, spawn_failure_is_a_crash)
+{
+	struct worker_proc *w = W(0);
+
+	fk.spawn_fails = 1;
+	worker_start(w);
+	cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+	cr_assert_eq(w->pid, 0);
+	cr_assert_str_eq(w->st->not_ready_reason, "exec /fake/solo: No such file or directory");
+	cr_assert(loop_timer_armed(&w->restart));
+	/* in a teardown nothing is restarted, and a teardown op says so */
+	fk.s.shutting_down = true;
+	cr_assert_eq(worker_send_op(w, IPC_OP_DISCARD, -1, 1000, true), -ESRCH);
+	cr_assert_str_eq(worker_op_error(w), "worker could not be started");
+	cr_assert_eq(worker_state(w), WORKER_DOWN);
+}
+
+Test(lifecycle, shutdown)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	fk.s.shutting_down = true;
+	worker_shutdown(w);
+	cr_assert_eq(fk.sent[fk.nsent - 1].op, IPC_OP_SHUTDOWN);
+	cr_assert_eq(worker_state(w), WORKER_STOPPING);
+	fake_exit(0, 0);
+	cr_assert_eq(worker_state(w), WORKER_DOWN);
+	cr_assert_eq(w->pid, 0);
+	cr_assert_not(loop_timer_armed(&w->restart), "restarted in a teardown");
+}
+
+Test(lifecycle, shutdown_cancels_a_pending_restart)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	fake_exit(0, 1);
+	cr_assert(loop_timer_armed(&w->restart));
+	worker_shutdown(w);
+	cr_assert_eq(worker_state(w), WORKER_DOWN);
+	cr_assert_not(loop_timer_armed(&w->restart));
+}
+
+Test(lifecycle, ipc_phase_follows_the_state)
+{
+	struct worker_proc *w = W(0);
+
+	cr_assert_eq(worker_ipc_phase(w), IPC_PHASE_HELLO);
+	worker_start(w);
+	cr_assert_eq(worker_ipc_phase(w), IPC_PHASE_HELLO);
+	worker_on_hello(w);
+	cr_assert_eq(worker_ipc_phase(w), IPC_PHASE_IDLE);
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	cr_assert_eq(worker_ipc_phase(w), IPC_PHASE_BUSY);
+	cr_assert_str_eq(worker_state_name(worker_state(w)), "busy");
+}
