@@ -108,6 +108,9 @@ static int check_name(const char *n, char *err, size_t errlen)
 	if (strnlen(n, IPC_DAEMON_NAME_MAX) >= IPC_DAEMON_NAME_MAX)
 		return bad(err, errlen, "daemon: \"name\" is longer than %d bytes",
 			   IPC_DAEMON_NAME_MAX - 1);
+	if (strchr(n, '/'))
+		return bad(err, errlen, "daemon: \"name\" \"%.64s\" is a path, not a bare file name "
+			   "(the supervisor picks the directory)", n);
 	if (n[0] == '.')
 		return bad(err, errlen, "daemon: \"name\" \"%s\" starts with a dot", n);
 	for (const char *p = n; *p; p++)

@@ -66,3 +66,19 @@ void ipc_sendq_clear(struct ipc_sendq *q)
 	}
 	q->head = 0;
 }
+
+int ipc_sendq_cmd(struct ipc_sendq *q, int sock, enum ipc_op op, uint64_t gen, uint64_t seq,
+		  int fd)
+{
+	struct ipc_cmd c = { .op = op, .gen = gen, .seq = seq };
+	struct ipc_frame f;
+	int r = ipc_encode_cmd(&c, fd, &f);
+
+	if (r < 0)
+		return r;
+	if (q)
+		return ipc_sendq_push(q, sock, &f);
+	r = ipc_frame_send(sock, &f);
+	ipc_frame_free(&f);
+	return r;
+}

@@ -26,6 +26,10 @@ int ipc_sendq_push(struct ipc_sendq *q, int sock, struct ipc_frame *f);
 int ipc_sendq_flush(struct ipc_sendq *q, int sock);
 /* True while frames wait: poll the socket for writability. */
 bool ipc_sendq_wants_out(const struct ipc_sendq *q);
+/* Encode a supervisor command (ipc_encode_cmd: stage carries fd, nothing
+ * else does) and push it; q NULL sends directly (-EAGAIN when full). */
+int ipc_sendq_cmd(struct ipc_sendq *q, int sock, enum ipc_op op, uint64_t gen, uint64_t seq,
+		  int fd);
 /* Drop everything queued (the socket is going away). */
 void ipc_sendq_clear(struct ipc_sendq *q);
 

@@ -12,28 +12,9 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
+#include "supervisor/simtable.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
-
-static struct supervisor *the_sup;
-
-static void free_strv(char **v)
-{
-	for (int i = 0; v[i]; i++) {
-		free(v[i]);
-		v[i] = NULL;
-	}
-}
-
-static bool same_strv(char *const *a, char *const *b)
-{
-	int i;
-
-	for (i = 0; a[i] && b[i]; i++)
-		if (strcmp(a[i], b[i]) != 0)
-			return false;
-	return !a[i] && !b[i];
-}
 
 static struct daemon_proc *find_owned(struct supervisor *s, const char *owner)
 {
@@ -50,15 +31,16 @@ static void restart_fire(struct loop *l, void *arg)
 	struct daemon_proc *d = arg;
 
 	(void)l;
-	d->restart = NULL;
-	if (d->wanted && !d->pid && !the_sup->shutting_down)
-		daemon_start(the_sup, d);
+	if (d->wanted && !d->pid && !d->sup->shutting_down)
+		daemon_start(d->sup, d);
 }
 
 static void daemon_start(struct supervisor *s, struct daemon_proc *d)
 {
-	struct spawn_req req = { .path = d->path, .argv = d->argv, .env_add = d->env,
-				 .ipc_fd = -1, .keep_caps = NULL };
+	/* The path is libexecdir/<row binary>; argv and env passed the row
+	 * check; the capabilities are the row's, not ours. */
+	struct spawn_req req = { .path = d->path, .argv = d->spec.argv, .env_add = d->spec.env,
+				 .ipc_fd = -1, .caps = d->def->caps };
 	char err[512];
 
 	/* Never two copies: a daemon owns a socket, a port or a marker. */
@@ -72,8 +54,7 @@ static void daemon_start(struct supervisor *s, struct daemon_proc *d)
 			d->st->failed = true;
 			return;
 		}
-		d->restart = loop_timer_after(s->loop, backoff_delay(&d->bo, loop_now_ms()),
-					      restart_fire, d);
+		loop_timer_start(s->loop, &d->restart, backoff_delay(&d->bo, loop_now_ms()));
 		return;
 	}
 	d->st->pid = d->pid;
@@ -91,7 +72,6 @@ static void kill_fire(struct loop *l, void *arg)
 	struct daemon_proc *d = arg;
 
 	(void)l;
-	d->kill_timer = NULL;
 	if (d->pid) {
 		log_warn("daemon %s (pid %d) ignored SIGTERM; sending SIGKILL", d->name, (int)d->pid);
 		daemon_signal(d, SIGKILL);
@@ -101,24 +81,22 @@ static void kill_fire(struct loop *l, void *arg)
 static void daemon_stop(struct supervisor *s, struct daemon_proc *d)
 {
 	d->wanted = false;
-	if (d->restart) {
-		loop_timer_cancel(s->loop, d->restart);
-		d->restart = NULL;
-	}
+	loop_timer_stop(s->loop, &d->restart);
 	if (!d->pid || d->stopping)
 		return;
 	d->stopping = true;
 	daemon_signal(d, SIGTERM);
 	/* Escalate if it does not go within the teardown's share. */
-	d->kill_timer = loop_timer_after(s->loop, s->opt.shutdown_ms / 2 + 1, kill_fire, d);
+	loop_timer_start(s->loop, &d->kill_timer, s->opt.shutdown_ms / 2 + 1);
 }
 
 void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload)
 {
 	struct daemon_proc *d = find_owned(s, w->def->name);
+	const struct daemon_def *dd;
+	char err[512];
 
-	the_sup = s;
-	if (!w->have_spec || !w->spec_name[0]) {
+	if (!w->spec.name[0]) {
 		/* The state calls for no daemon (e.g. fabric off). */
 		if (d && d->wanted) {
 			log_info("daemon %s no longer wanted; stopping", d->name);
@@ -126,14 +104,19 @@ void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload
 		}
 		return;
 	}
-	if (d && d->pid && !d->stopping && strcmp(d->path, w->spec_path) == 0 &&
-	    same_strv(d->argv, w->spec_argv) && same_strv(d->env, w->spec_env)) {
+	if (d && d->pid && !d->stopping && ipc_daemon_spec_equal(&d->spec, &w->spec)) {
 		d->wanted = true;
 		if (reload) {
 			log_info("daemon %s: reload (SIGHUP)", d->name);
 			s->status.reloads_total++;
 			daemon_signal(d, SIGHUP);
 		}
+		return;
+	}
+	/* Checked when it arrived (workers.c); checked again where it is
+	 * exec'd, so no path around the row exists. */
+	if (!(dd = simtable_check_daemon(w->def, &w->spec, err, sizeof(err)))) {
+		log_error("daemon %s: not started: %s", w->spec.name, err);
 		return;
 	}
 	if (d && d->pid) {
@@ -146,6 +129,9 @@ void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload
 				d = &s->daemons[i];
 				memset(d, 0, sizeof(*d));
 				d->used = true;
+				d->sup = s;
+				loop_timer_init(&d->restart, restart_fire, d);
+				loop_timer_init(&d->kill_timer, kill_fire, d);
 				d->st = &s->daemon_status[i];
 				d->bo.seed = (uint32_t)getpid() + (uint32_t)i * 7919u;
 				snprintf(d->owner, sizeof(d->owner), "%s", w->def->name);
@@ -154,21 +140,21 @@ void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload
 				s->status.daemons = s->daemon_status;
 			}
 		if (!d) {
-			log_error("daemon %s: too many daemons", w->spec_name);
+			log_error("daemon %s: too many daemons", w->spec.name);
 			return;
 		}
 	}
-	free_strv(d->argv);
-	free_strv(d->env);
-	snprintf(d->name, sizeof(d->name), "%s", w->spec_name);
-	snprintf(d->st->name, sizeof(d->st->name), "%s", w->spec_name);
-	snprintf(d->path, sizeof(d->path), "%s", w->spec_path);
-	for (int i = 0; w->spec_argv[i]; i++)
-		d->argv[i] = strdup(w->spec_argv[i]);
-	for (int i = 0; w->spec_env[i]; i++)
-		d->env[i] = strdup(w->spec_env[i]);
+	ipc_daemon_spec_free(&d->spec);
+	if (ipc_daemon_spec_copy(&d->spec, &w->spec) < 0) {
+		log_error("daemon %s: out of memory", dd->name);
+		return;
+	}
+	d->def = dd;
+	snprintf(d->name, sizeof(d->name), "%s", dd->name);
+	snprintf(d->st->name, sizeof(d->st->name), "%s", dd->name);
+	snprintf(d->path, sizeof(d->path), "%s/%s", s->libexecdir, dd->name);
 	d->wanted = true;
-	if (!d->pid && !d->restart && !d->st->failed)
+	if (!d->pid && !loop_timer_armed(&d->restart) && !d->st->failed)
 		daemon_start(s, d);
 }
 
@@ -180,10 +166,7 @@ bool daemons_on_exit(struct supervisor *s, pid_t pid, int status)
 			continue;
 		d->pid = 0;
 		d->st->pid = 0;
-		if (d->kill_timer) {
-			loop_timer_cancel(s->loop, d->kill_timer);
-			d->kill_timer = NULL;
-		}
+		loop_timer_stop(s->loop, &d->kill_timer);
 		if (d->stopping) {
 			d->stopping = false;
 			log_info("daemon %s stopped", d->name);
@@ -208,7 +191,7 @@ bool daemons_on_exit(struct supervisor *s, pid_t pid, int status)
 		}
 		uint64_t delay = backoff_delay(&d->bo, loop_now_ms());
 		log_info("daemon %s: restart in %llu ms", d->name, (unsigned long long)delay);
-		d->restart = loop_timer_after(s->loop, delay, restart_fire, d);
+		loop_timer_start(s->loop, &d->restart, delay);
 		return true;
 	}
 	return false;
@@ -216,7 +199,6 @@ bool daemons_on_exit(struct supervisor *s, pid_t pid, int status)
 
 void daemons_stop_all(struct supervisor *s)
 {
-	the_sup = s;
 	for (int i = 0; i < MAX_DAEMONS; i++)
 		if (s->daemons[i].used)
 			daemon_stop(s, &s->daemons[i]);

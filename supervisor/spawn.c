@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,17 +24,49 @@ static void close_from(int lowfd)
 		close(fd);
 }
 
-static int drop_bounding(const int *keep)
+static bool listed(const int *caps, int cap)
 {
+	for (; *caps >= 0; caps++)
+		if (*caps == cap)
+			return true;
+	return false;
+}
+
+/* Bound the child to caps and clear its inheritable and ambient sets: as
+ * root, exec then yields permitted = effective = bounding = caps; as
+ * anyone else, nothing.  Without CAP_SETPCAP (an unprivileged
+ * supervisor) the bounding set cannot shrink, but then we hold nothing
+ * to hand down either: that is accepted only when our permitted set is
+ * empty. */
+static int limit_caps(const int *caps)
+{
+	cap_t c;
+	int r = 0;
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
-		int kept = 0;
-		for (const int *k = keep; *k >= 0; k++)
-			kept |= *k == cap;
-		if (!kept && CAP_IS_SUPPORTED(cap) && cap_drop_bound((cap_value_t)cap) < 0 &&
-		    errno != EINVAL)
+		if (listed(caps, cap) || !CAP_IS_SUPPORTED(cap) ||
+		    cap_drop_bound((cap_value_t)cap) == 0 || errno == EINVAL)
+			continue;
+		if (errno != EPERM)
 			return -errno;
+		cap_flag_value_t any = CAP_CLEAR;
+		c = cap_get_proc();
+		for (int k = 0; c && k <= CAP_LAST_CAP && any == CAP_CLEAR; k++)
+			if (CAP_IS_SUPPORTED(k))
+				cap_get_flag(c, (cap_value_t)k, CAP_PERMITTED, &any);
+		cap_free(c);
+		if (any != CAP_CLEAR)
+			return -EPERM;
+		break;	/* unprivileged: nothing to hand down */
 	}
-	return 0;
+	if (!(c = cap_get_proc()))
+		return -errno;
+	if (cap_clear_flag(c, CAP_INHERITABLE) < 0 || cap_set_proc(c) < 0)
+		r = -errno;
+	cap_free(c);
+	return r;
 }
 
 /* Runs in the child between fork and exec: async-signal-safe calls only
@@ -67,8 +100,10 @@ static void child(const struct spawn_req *r, int errpipe)
 	fcntl(4, F_SETFD, FD_CLOEXEC);
 	close_from(5);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	if (r->keep_caps && drop_bounding(r->keep_caps) < 0)
+	if ((e = r->caps ? limit_caps(r->caps) : -EINVAL) < 0) {
+		errno = -e;
 		goto fail;
+	}
 	unsetenv("NOTIFY_SOCKET");
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");

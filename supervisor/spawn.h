@@ -1,6 +1,8 @@
 /* fork+exec of workers and daemons with a clean slate: reset signals,
  * own session, the IPC socket pinned at fd 3 and every other fd closed,
- * no_new_privs, a reduced capability bounding set, no systemd notify env.
+ * no_new_privs, exactly the capabilities asked for (bounding set reduced
+ * to them; inheritable and ambient sets cleared, so a root child gets
+ * permitted = effective = that set), no systemd notify env.
  * Exec failure comes back through a close-on-exec pipe. */
 #ifndef MOKKA_SUPERVISOR_SPAWN_H
 #define MOKKA_SUPERVISOR_SPAWN_H
@@ -13,7 +15,7 @@ struct spawn_req {
 	char *const *argv;
 	char *const *env_add;		/* KEY=VALUE added to our environment */
 	int ipc_fd;			/* becomes fd 3; -1 = none */
-	const int *keep_caps;		/* CAP_* list terminated by -1; NULL = keep all */
+	const int *caps;		/* CAP_* list terminated by -1; required */
 };
 
 /* 0 with *pid set, or -errno with why in err ("exec /x: No such file"). */

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "ipc/proto.h"
 #include "ipc/state.h"
 #include "workers/host.h"
 
@@ -14,7 +15,7 @@ enum sim_role {
 	SIM_ROLE_DAEMON = 1 << 2,	/* describes a daemon the supervisor runs */
 };
 
-#define SIM_MAX_ERRORS 32
+#define SIM_MAX_ERRORS IPC_MAX_ERRORS
 
 /* Errors of one operation, each attributed to a surface. */
 struct sim_errors {
@@ -28,21 +29,10 @@ struct sim_errors {
 void sim_error(struct sim_errors *errs, const char *surface, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* What the supervisor needs to run the simulator's daemon. */
-#define SIM_DAEMON_MAX_ARGS 16
-struct sim_daemon_spec {
-	char name[64];				/* "mokka-fabricmanager" */
-	char path[4096];			/* absolute executable */
-	char *argv[SIM_DAEMON_MAX_ARGS + 1];	/* heap strings, NULL-terminated */
-	char *env[SIM_DAEMON_MAX_ARGS + 1];	/* KEY=VALUE, heap, NULL-terminated */
-	char reload_file[4096];		/* state file the daemon re-reads on SIGHUP */
-};
-void sim_daemon_spec_free(struct sim_daemon_spec *d);
-
 struct sim_ctx {
 	struct host host;		/* root + the ownership manifest in use */
 	const char *name;		/* simulator name */
-	const char *bindir;		/* where our binaries live (daemon paths) */
+	const char *bindir;		/* where our binaries live (shims, stand-alone daemons) */
 	const char *libdir;		/* where our shims live */
 	bool ready;
 	char not_ready_reason[256];
@@ -56,10 +46,13 @@ struct simulator {
 	 * ctx->host.  Add errors to errs and return -errno on failure. */
 	int (*stage)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
 	int (*apply)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
-	/* Describe the daemon (SIM_ROLE_DAEMON); also writes the daemon's state
-	 * file (reload_file) so Reload is "rewrite + SIGHUP". */
+	/* Describe the daemon (SIM_ROLE_DAEMON) in the IPC's one spec type;
+	 * out->name is a bare binary name the supervisor resolves under its
+	 * libexecdir and checks against this simulator's row.  Also writes
+	 * the daemon's state file (reload_file) so Reload is "rewrite +
+	 * SIGHUP".  Leaving out->name empty asks for no daemon. */
 	int (*daemon)(struct sim_ctx *ctx, const struct state *s,
-		      struct sim_daemon_spec *out, struct sim_errors *errs);
+		      struct ipc_daemon_spec *out, struct sim_errors *errs);
 	/* Extra teardown beyond removing the manifest (may be NULL). */
 	int (*discard)(struct sim_ctx *ctx, struct sim_errors *errs);
 	int (*revoke)(struct sim_ctx *ctx, struct sim_errors *errs);

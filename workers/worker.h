@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include "ipc/sendq.h"
 #include "ipc/state.h"
 #include "workers/simulator.h"
 
@@ -18,6 +19,10 @@ struct worker {
 	struct state state;
 	bool have_state;
 	int sock;		/* -1 in CLI mode */
+	struct ipc_sendq sendq;	/* frames the non-blocking socket did not take yet */
+	/* What arrived while busy (the BUSY row of ipc_worker_accepts). */
+	bool busy, abort_seen, status_seen, shutdown_seen;
+	char proto_error[256];	/* set: a message the BUSY row forbids */
 	char bindir[PATH_MAX], libdir[PATH_MAX];
 };
 
@@ -31,5 +36,8 @@ int worker_discard(struct worker *w, struct sim_errors *errs);
 int worker_revoke(struct worker *w, struct sim_errors *errs);
 bool worker_ready(struct worker *w, char *reason, size_t len);
 int worker_ipc_mode(struct worker *w);
+/* While busy: read what the supervisor sent meanwhile.  True when the
+ * running op should stop (abort, shutdown, EOF, protocol error). */
+bool worker_busy_poll(struct worker *w);
 
 #endif

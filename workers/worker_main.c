@@ -111,15 +111,19 @@ static void print_errors(const struct worker *w, const char *verb, int r,
 		fprintf(stderr, "%s: %s: %s\n", w->sim->name, verb, strerror(-r));
 }
 
-static pid_t spawn_daemon(const struct sim_daemon_spec *d)
+static pid_t spawn_daemon(const struct worker *w, const struct ipc_daemon_spec *d)
 {
-	pid_t pid = fork();
+	char path[PATH_MAX + IPC_DAEMON_NAME_MAX];
+	pid_t pid;
 
-	if (pid == 0) {
+	if (!d->name[0])
+		return -1;	/* the state calls for no daemon */
+	snprintf(path, sizeof(path), "%s/%s", w->bindir, d->name);
+	if ((pid = fork()) == 0) {
 		for (int i = 0; d->env[i]; i++)
 			putenv(d->env[i]);
-		execv(d->path, d->argv);
-		fprintf(stderr, "exec %s: %s\n", d->path, strerror(errno));
+		execv(path, d->argv);
+		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
 		_exit(127);
 	}
 	return pid;
@@ -128,7 +132,7 @@ static pid_t spawn_daemon(const struct sim_daemon_spec *d)
 static int cli_run(struct worker *w)
 {
 	struct sim_errors errs = { 0 };
-	struct sim_daemon_spec d = { 0 };
+	struct ipc_daemon_spec d = { 0 };
 	pid_t pid = -1;
 	int r = worker_stage(w, &errs);
 
@@ -140,7 +144,7 @@ static int cli_run(struct worker *w)
 		r = w->sim->daemon(&w->ctx, &w->state, &d, &errs);
 		print_errors(w, "daemon", r, &errs);
 		if (r == 0)
-			pid = spawn_daemon(&d);
+			pid = spawn_daemon(w, &d);
 	}
 	fprintf(stderr, "%s: staged under %s%s; Ctrl-C to discard and exit\n",
 		w->sim->name, w->ctx.host.root[0] ? w->ctx.host.root : "", w->state.mock_root);
@@ -158,7 +162,7 @@ static int cli_run(struct worker *w)
 		kill(pid, SIGTERM);
 		waitpid(pid, NULL, 0);
 	}
-	sim_daemon_spec_free(&d);
+	ipc_daemon_spec_free(&d);
 	memset(&errs, 0, sizeof(errs));
 	r = worker_discard(w, &errs);
 	print_errors(w, "discard", r, &errs);

@@ -18,7 +18,6 @@
 
 #include "ipc/log.h"
 #include "ipc/msg.h"
-#include "profile/compile.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
 #include "workers/worker.h"
@@ -36,37 +35,16 @@ void sim_error(struct sim_errors *errs, const char *surface, const char *fmt, ..
 	errs->n++;
 }
 
-void sim_daemon_spec_free(struct sim_daemon_spec *d)
-{
-	for (int i = 0; d->argv[i]; i++)
-		free(d->argv[i]);
-	for (int i = 0; d->env[i]; i++)
-		free(d->env[i]);
-	memset(d, 0, sizeof(*d));
-}
-
 struct worker *the_worker;
 
 bool sim_aborted(struct sim_ctx *ctx)
 {
 	struct worker *w = the_worker;
-	char buf[IPC_MAX_MSG + 1];
-	struct ipc_msg m;
-	char err[256];
 
 	(void)ctx;
 	if (!w || w->sock < 0)
 		return false;
-	/* Peek so that a message other than abort stays queued. */
-	ssize_t n = recv(w->sock, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-	if (n <= 0)
-		return n == 0;	/* EOF: the supervisor is gone, stop too */
-	if (ipc_decode(buf, (size_t)n, &m, err, sizeof(err)) == 1) {
-		bool abort_op = m.op == IPC_OP_ABORT;
-		cJSON_Delete(m.json);
-		return abort_op;
-	}
-	return false;
+	return worker_busy_poll(w);
 }
 
 void worker_manifest_file(const struct worker *w, const char *kind, char *buf, size_t len)

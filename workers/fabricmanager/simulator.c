@@ -39,31 +39,21 @@ static int fm_stage(struct sim_ctx *ctx, const struct state *s, struct sim_error
 	return r;
 }
 
-static char *dupf(const char *fmt, const char *a, const char *b)
-{
-	char *s;
-
-	if (asprintf(&s, fmt, a, b) < 0)
-		return NULL;
-	return s;
-}
-
 static int fm_daemon(struct sim_ctx *ctx, const struct state *s,
-		     struct sim_daemon_spec *d, struct sim_errors *errs)
+		     struct ipc_daemon_spec *d, struct sim_errors *errs)
 {
+	char conf[4200];
+	const char *argv[] = { "nv-fabricmanager", "-c", conf, "--host-root",
+			       ctx->host.root[0] ? ctx->host.root : "/" };
+
 	/* Fabric off: describe no daemon; the supervisor stops a running one. */
 	if (!s->fabric.enabled)
 		return 0;
+	snprintf(conf, sizeof(conf), "%s%s", s->mock_root, FM_CONF);
 	snprintf(d->name, sizeof(d->name), "mokka-fabricmanager");
-	snprintf(d->path, sizeof(d->path), "%s/mokka-fabricmanager", ctx->bindir);
-	snprintf(d->reload_file, sizeof(d->reload_file), "%s%s", s->mock_root, FM_CONF);
-	d->argv[0] = strdup("nv-fabricmanager");
-	d->argv[1] = strdup("-c");
-	d->argv[2] = dupf("%s%s", s->mock_root, FM_CONF);
-	d->argv[3] = strdup("--host-root");
-	d->argv[4] = strdup(ctx->host.root[0] ? ctx->host.root : "/");
-	for (int i = 0; i < 5; i++)
-		if (!d->argv[i]) {
+	snprintf(d->reload_file, sizeof(d->reload_file), "%s", conf);
+	for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+		if (ipc_daemon_spec_add_arg(d, argv[i]) < 0) {
 			sim_error(errs, "daemon", "out of memory");
 			return -ENOMEM;
 		}

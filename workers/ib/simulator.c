@@ -82,7 +82,7 @@ static int ib_stage(struct sim_ctx *ctx, const struct state *s, struct sim_error
 	return first;
 }
 
-static int ib_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daemon_spec *d,
+static int ib_daemon(struct sim_ctx *ctx, const struct state *s, struct ipc_daemon_spec *d,
 		     struct sim_errors *errs)
 {
 	const char *argv[] = { IB_DAEMON, "--config", NULL, "--host-root",
@@ -99,14 +99,9 @@ static int ib_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daem
 	}
 	argv[2] = conf;
 	snprintf(d->name, sizeof(d->name), IB_DAEMON);
-	if ((size_t)snprintf(d->path, sizeof(d->path), "%s/%s", ctx->bindir ? ctx->bindir : ".",
-			     IB_DAEMON) >= sizeof(d->path)) {
-		sim_error(errs, "daemon", "ib: %s/%s: path too long", ctx->bindir, IB_DAEMON);
-		return -ENAMETOOLONG;
-	}
 	snprintf(d->reload_file, sizeof(d->reload_file), "%s", conf);
 	for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
-		if (!(d->argv[i] = strdup(argv[i]))) {
+		if (ipc_daemon_spec_add_arg(d, argv[i]) < 0) {
 			sim_error(errs, "daemon", "ib: out of memory");
 			return -ENOMEM;
 		}

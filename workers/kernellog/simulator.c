@@ -51,7 +51,7 @@ static int kl_stage(struct sim_ctx *ctx, const struct state *s, struct sim_error
 	return r;
 }
 
-static int kl_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daemon_spec *d,
+static int kl_daemon(struct sim_ctx *ctx, const struct state *s, struct ipc_daemon_spec *d,
 		     struct sim_errors *errs)
 {
 	const char *argv[] = {
@@ -63,10 +63,9 @@ static int kl_daemon(struct sim_ctx *ctx, const struct state *s, struct sim_daem
 	if (!s->kernel_log[0])
 		return 0;
 	snprintf(d->name, sizeof(d->name), "mokka-kernellog");
-	snprintf(d->path, sizeof(d->path), "%s/mokka-kernellog", ctx->bindir);
 	snprintf(d->reload_file, sizeof(d->reload_file), "%s%s", s->mock_root, KLOG_DEVICES);
 	for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
-		if (!(d->argv[i] = strdup(argv[i]))) {
+		if (ipc_daemon_spec_add_arg(d, argv[i]) < 0) {
 			sim_error(errs, "daemon", "out of memory");
 			return -ENOMEM;
 		}
