@@ -15,8 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "workers/ib/ib.h"
+
+/* mock-ib.json is a few KiB; a larger one is not ours. */
+#define IB_CONFIG_MAX (1u << 20)
 
 /* mock-ib.json (state_ib_encode: the daemon's config and its peers'
  * registration payload), and the directory its socket goes in, so the
@@ -30,7 +34,7 @@ int ib_stage_config(struct sim_ctx *ctx, const struct state *s, struct sim_error
 
 	if (!s->ib.enabled)
 		return 0;
-	if ((r = ib_path(s, path, sizeof(path), IB_CONFIG)) < 0)
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), IB_CONFIG)) < 0)
 		return ib_fail(&o, "config", r, "%s%s", s->mock_root, IB_CONFIG);
 	if ((r = state_ib_encode(s->node_name, &s->ib, &json, &len)) < 0)
 		return ib_fail(&o, path, r, "%s: encode", path);
@@ -153,18 +157,11 @@ static int ib_discard(struct sim_ctx *ctx, struct sim_errors *errs)
 	size_t len = 0;
 	struct state_ib *ib;
 	struct stat st;
-	FILE *f;
 
 	(void)errs;
 	snprintf(conf, sizeof(conf), "%s%s%s", ctx->host.root, ctx->host.mock_root, IB_CONFIG);
-	if (!(f = fopen(conf, "re")))
-		return 0;
-	json = malloc(1 << 20);
-	len = json ? fread(json, 1, (1 << 20) - 1, f) : 0;
-	fclose(f);
-	if (!json)
-		return 0;
-	json[len] = '\0';
+	if (fileio_read(conf, IB_CONFIG_MAX, &json, &len, NULL, 0) < 0)
+		return 0;	/* no config: no socket of ours to clean up */
 	if ((ib = calloc(1, sizeof(*ib))) &&
 	    state_ib_decode(json, len, node, ib, err, sizeof(err)) == 0 && ib->socket[0] == '/') {
 		snprintf(sock, sizeof(sock), "%s%s", ctx->host.root, ib->socket);
