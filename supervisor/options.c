@@ -168,7 +168,7 @@ static int set_port(const struct flag *g, const char *arg, int *port)
 }
 
 /* The profile's parsers say "--name: want ..., got '...'" themselves. */
-static int shared(int r, const char *err)
+static int report(int r, const char *err)
 {
 	if (r < 0)
 		fprintf(stderr, "mokka-supervisor: %s\n", err);
@@ -210,10 +210,10 @@ static int set_flag(struct options *o, const struct flag *g, const char *arg)
 		return 0;
 	case K_PORT: return set_port(g, arg, dst);
 	case K_BOOL:
-		return shared(profile_parse_bool(what, arg ? arg : "true", dst, err, sizeof(err)), err);
+		return report(profile_parse_bool(what, arg ? arg : "true", dst, err, sizeof(err)), err);
 	case K_INT:
-		return shared(profile_parse_int(what, arg, g->lo, g->hi, dst, err, sizeof(err)), err);
-	case K_PATH: return shared(profile_parse_path(what, arg, dst, err, sizeof(err)), err);
+		return report(profile_parse_int(what, arg, g->lo, g->hi, dst, err, sizeof(err)), err);
+	case K_PATH: return report(profile_parse_path(what, arg, dst, err, sizeof(err)), err);
 	case K_HELP: usage(stdout); return 1;
 	case K_VERSION: printf("mokka-supervisor %s\n", MOKKA_VERSION); return 1;
 	}
@@ -240,7 +240,7 @@ static int check(struct options *o, int argc, char **argv)
 	char err[512];
 
 	if (compile_cri_flags(&o->compile, err, sizeof(err)) < 0)
-		return shared(-EINVAL, err);
+		return report(-EINVAL, err);
 	if (options_imex_check(o) < 0)
 		return -EINVAL;
 	if (optind < argc) {
@@ -267,7 +267,7 @@ int options_parse(int argc, char **argv, struct options *o)
 		};
 	defaults(o);
 	if (profile_env_read(&o->compile, err, sizeof(err)) < 0)
-		return shared(-EINVAL, err);
+		return report(-EINVAL, err);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c < 256 || c >= 256 + (int)NFLAGS) {
