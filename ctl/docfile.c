@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "fileio/fileio.h"
 
 int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *err,
 		 size_t errlen)
@@ -80,55 +81,10 @@ int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct
 
 int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err, size_t errlen)
 {
-	struct stat st;
-	size_t n = 0;
-	char *b;
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e;
+	/* Writers replace the file by rename: what we read is one version. */
+	int r = fileio_read(f->path, YL_MAX_INPUT, buf, len, err, errlen);
 
-	*buf = NULL;
-	*len = 0;
-	if (fd < 0 && errno == ENOENT)
-		return 0;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s: %s", f->path, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)YL_MAX_INPUT) {
-		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", f->path,
-			 (unsigned)YL_MAX_INPUT);
-		close(fd);
-		return -EINVAL;
-	}
-	/* Writers replace the file by rename, so its size is stable. */
-	if (!(b = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		snprintf(err, errlen, "%s: out of memory", f->path);
-		return -ENOMEM;
-	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			e = errno;
-			snprintf(err, errlen, "%s: read: %s", f->path, strerror(e));
-			free(b);
-			close(fd);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
+	return r == -ENOENT ? 0 : r;
 }
 
 static int write_all(int fd, const char *p, size_t len)

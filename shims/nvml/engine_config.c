@@ -8,14 +8,13 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "fileio/fileio.h"
 
 static const char *env(const char *name)
 {
@@ -97,41 +96,22 @@ int eng_locate_files(void)
 struct yl_node *eng_load_yaml(const char *path, bool *missing)
 {
 	struct yl_error err;
-	struct yl_node *doc = NULL;
-	struct stat st;
-	char *buf = NULL, where[200];
-	size_t len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct yl_node *doc;
+	char *buf, why[300];
+	size_t len;
+	int r = fileio_read(path, YL_MAX_INPUT, &buf, &len, why, sizeof(why));
 
-	*missing = fd < 0 && errno == ENOENT;
-	if (fd < 0) {
-		eng_debug("%s: %s", path, strerror(errno));
+	*missing = r == -ENOENT;
+	if (r < 0) {
+		eng_debug("%s", why);
 		return NULL;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)YL_MAX_INPUT) {
-		eng_debug("%s: not a regular file of at most %u bytes", path, (unsigned)YL_MAX_INPUT);
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto out;
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
 	}
 	doc = yl_parse(buf, len, &err);
 	if (!doc) {
-		yl_error_format(&err, where, sizeof(where));
-		eng_debug("%s:%s", path, where);
+		yl_error_format(&err, why, sizeof(why));
+		eng_debug("%s:%s", path, why);
 	}
-out:
 	free(buf);
-	close(fd);
 	return doc;
 }
 

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "overrides/overrides.h"
 #include "ipc/log.h"
 #include "workers/kernellog/kernellog.h"
@@ -44,38 +44,7 @@ struct kl {
 
 static int slurp(const char *path, char **out, size_t *len)
 {
-	struct stat st;
-	char *b;
-	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e;
-
-	*out = NULL;
-	*len = 0;
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)MAX_FILE) {
-		e = errno ? errno : EINVAL;
-		close(fd);
-		return -(S_ISREG(st.st_mode) ? e : EINVAL);
-	}
-	if (!(b = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	b[n] = '\0';
-	*out = b;
-	*len = n;
-	return 0;
+	return fileio_read(path, MAX_FILE, out, len, NULL, 0);
 }
 
 static int write_atomic(const char *path, const char *text)
