@@ -58,11 +58,6 @@ static const bool notifies[EV_COUNT] = {
 	[EV_PROTOCOL_ERROR] = true, [EV_VIOLATION] = true, [EV_EXIT] = true,
 };
 
-static struct supervisor *sup_of(const struct worker_proc *w)
-{
-	return w->sup;
-}
-
 static void set_reason(struct worker_proc *w, const char *why)
 {
 	snprintf(w->st->not_ready_reason, sizeof(w->st->not_ready_reason), "%s", why);
@@ -73,7 +68,7 @@ static void set_reason(struct worker_proc *w, const char *why)
 static void op_begin(struct worker_proc *w, const struct event *e)
 {
 	w->op.op = e->op;
-	w->op.gen = sup_of(w)->pass_gen;
+	w->op.gen = w->sup->pass_gen;
 	w->op.seq = 0;
 	w->op.done = false;
 	w->op.ok = false;
@@ -97,7 +92,7 @@ static void op_fail(struct worker_proc *w, const char *why)
 /* Put the recorded op on the wire: the worker is BUSY with it. */
 static enum worker_state op_transmit(struct worker_proc *w)
 {
-	struct supervisor *s = sup_of(w);
+	struct supervisor *s = w->sup;
 	int r;
 
 	w->op.pending = false;
@@ -120,8 +115,8 @@ static enum worker_state op_transmit(struct worker_proc *w)
 /* Drop our side: the channel and any deadline. */
 static void detach(struct worker_proc *w)
 {
-	sup_of(w)->wio->detach(w);
-	loop_timer_stop(sup_of(w)->loop, &w->deadline);
+	w->sup->wio->detach(w);
+	loop_timer_stop(w->sup->loop, &w->deadline);
 }
 
 /* Kill a misbehaving worker; its exit does the rest. */
@@ -129,7 +124,7 @@ static enum worker_state kill_worker(struct worker_proc *w, const char *why)
 {
 	detach(w);
 	if (w->pid > 0)
-		sup_of(w)->wio->kill(w);
+		w->sup->wio->kill(w);
 	log_warn("worker %s: %s", w->def->name, why);
 	op_fail(w, why);
 	return WORKER_EXITING;
@@ -139,7 +134,7 @@ static enum worker_state kill_worker(struct worker_proc *w, const char *why)
  * burst.  In a teardown nothing is restarted. */
 static enum worker_state crashed(struct worker_proc *w)
 {
-	struct supervisor *s = sup_of(w);
+	struct supervisor *s = w->sup;
 	uint64_t d;
 
 	if (s->shutting_down)
@@ -156,7 +151,7 @@ static enum worker_state crashed(struct worker_proc *w)
 
 static enum worker_state spawn(struct worker_proc *w)
 {
-	struct supervisor *s = sup_of(w);
+	struct supervisor *s = w->sup;
 	char err[512];
 	int r;
 
@@ -188,7 +183,7 @@ static enum worker_state act_start(struct worker_proc *w, struct event *e)
 static enum worker_state act_restart(struct worker_proc *w, struct event *e)
 {
 	(void)e;
-	if (sup_of(w)->shutting_down)
+	if (w->sup->shutting_down)
 		return WORKER_DOWN;
 	w->came_back = true;
 	return spawn(w);
@@ -251,7 +246,7 @@ static enum worker_state act_abort(struct worker_proc *w, struct event *e)
 {
 	(void)e;
 	if (!w->op.pending)
-		sup_of(w)->wio->send(w, IPC_OP_ABORT, w->op.gen, w->busy_seq, -1);
+		w->sup->wio->send(w, IPC_OP_ABORT, w->op.gen, w->busy_seq, -1);
 	return w->state;
 }
 
@@ -259,14 +254,14 @@ static enum worker_state act_poll(struct worker_proc *w, struct event *e)
 {
 	(void)e;
 	/* STATUS does not make a worker busy: it only pushes ready. */
-	sup_of(w)->wio->send(w, IPC_OP_STATUS, sup_of(w)->pass_gen, 0, -1);
+	w->sup->wio->send(w, IPC_OP_STATUS, w->sup->pass_gen, 0, -1);
 	return w->state;
 }
 
 static enum worker_state act_hello(struct worker_proc *w, struct event *e)
 {
 	(void)e;
-	loop_timer_stop(sup_of(w)->loop, &w->deadline);
+	loop_timer_stop(w->sup->loop, &w->deadline);
 	set_reason(w, "not staged yet");
 	log_debug("worker %s: hello", w->def->name);
 	return w->op.pending ? op_transmit(w) : WORKER_IDLE;
@@ -276,7 +271,7 @@ static enum worker_state act_result(struct worker_proc *w, struct event *e)
 {
 	if (e->seq != w->busy_seq)
 		return w->state;	/* a reply to something we stopped waiting for */
-	loop_timer_stop(sup_of(w)->loop, &w->deadline);
+	loop_timer_stop(w->sup->loop, &w->deadline);
 	w->busy_seq = 0;
 	if (w->op.pending)		/* the op before it finished: now the waiting one */
 		return op_transmit(w);
@@ -324,7 +319,7 @@ static enum worker_state act_eof(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_exit(struct worker_proc *w, struct event *e)
 {
-	struct supervisor *s = sup_of(w);
+	struct supervisor *s = w->sup;
 	char why[128];
 
 	if (WIFSIGNALED(e->status))
@@ -360,14 +355,14 @@ static enum worker_state act_exit(struct worker_proc *w, struct event *e)
 static enum worker_state act_shutdown(struct worker_proc *w, struct event *e)
 {
 	(void)e;
-	sup_of(w)->wio->send(w, IPC_OP_SHUTDOWN, sup_of(w)->pass_gen, 0, -1);
+	w->sup->wio->send(w, IPC_OP_SHUTDOWN, w->sup->pass_gen, 0, -1);
 	return WORKER_STOPPING;
 }
 
 static enum worker_state act_cancel_restart(struct worker_proc *w, struct event *e)
 {
 	(void)e;
-	loop_timer_stop(sup_of(w)->loop, &w->restart);
+	loop_timer_stop(w->sup->loop, &w->restart);
 	return WORKER_DOWN;
 }
 
@@ -430,7 +425,7 @@ static void dispatch(struct worker_proc *w, struct event *e)
 		log_debug("worker %s: %s -> %s", w->def->name, state_names[from],
 			  state_names[w->state]);
 	if (notifies[e->type])
-		reconcile_on_worker(sup_of(w), w);
+		reconcile_on_worker(w->sup, w);
 }
 
 static void deadline_fire(struct loop *l, void *arg)
@@ -475,11 +470,6 @@ int workers_add(struct supervisor *s, const struct sim_def *def)
 
 /* ---- the API ---- */
 
-void worker_start(struct worker_proc *w)
-{
-	dispatch(w, &(struct event){ .type = EV_START });
-}
-
 int worker_send_op(struct worker_proc *w, enum ipc_op op, int fd, uint64_t deadline_ms,
 		   bool bring_up)
 {
@@ -490,30 +480,19 @@ int worker_send_op(struct worker_proc *w, enum ipc_op op, int fd, uint64_t deadl
 	return e.rc;
 }
 
-void worker_abort(struct worker_proc *w)
+/* Events that carry nothing but their type. */
+static void signal_event(struct worker_proc *w, enum worker_event type)
 {
-	dispatch(w, &(struct event){ .type = EV_ABORT });
+	dispatch(w, &(struct event){ .type = type });
 }
 
-void worker_poll_status(struct worker_proc *w)
-{
-	dispatch(w, &(struct event){ .type = EV_POLL });
-}
-
-void worker_shutdown(struct worker_proc *w)
-{
-	dispatch(w, &(struct event){ .type = EV_SHUTDOWN });
-}
-
-void worker_reset_failed(struct worker_proc *w)
-{
-	dispatch(w, &(struct event){ .type = EV_RESET });
-}
-
-void worker_on_hello(struct worker_proc *w)
-{
-	dispatch(w, &(struct event){ .type = EV_HELLO });
-}
+void worker_start(struct worker_proc *w) { signal_event(w, EV_START); }
+void worker_abort(struct worker_proc *w) { signal_event(w, EV_ABORT); }
+void worker_poll_status(struct worker_proc *w) { signal_event(w, EV_POLL); }
+void worker_shutdown(struct worker_proc *w) { signal_event(w, EV_SHUTDOWN); }
+void worker_reset_failed(struct worker_proc *w) { signal_event(w, EV_RESET); }
+void worker_on_hello(struct worker_proc *w) { signal_event(w, EV_HELLO); }
+void worker_on_eof(struct worker_proc *w) { signal_event(w, EV_EOF); }
 
 void worker_on_result(struct worker_proc *w, uint64_t seq, bool ok, const char *error)
 {
@@ -528,11 +507,6 @@ void worker_on_protocol_error(struct worker_proc *w, const char *why)
 void worker_on_violation(struct worker_proc *w, const char *why)
 {
 	dispatch(w, &(struct event){ .type = EV_VIOLATION, .text = why });
-}
-
-void worker_on_eof(struct worker_proc *w)
-{
-	dispatch(w, &(struct event){ .type = EV_EOF });
 }
 
 void worker_on_exit(struct worker_proc *w, int status)
