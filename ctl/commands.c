@@ -1,8 +1,9 @@
 /* mokka-ctl's commands: each one edits the scope its --gpu names (the
  * `all` block or devices."<index>") with the keys the mock NVML engine
  * reads (NVML.md §4-§6).  Values are range-checked here; key names and
- * types are checked again against the profile schema before anything is
- * written (profile.c). */
+ * types are checked again against DeviceConfig's schema before anything is
+ * written (docfile.c ctl_validate).  The error-counter and fabric commands
+ * are commands_errors.c. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ bool ctl_flag(const struct ctl_call *call, const char *name)
 
 /* ---- values ---- */
 
-static int num(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
+int ctl_number(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
 	       bool integer, double *out)
 {
 	char *end;
@@ -53,18 +54,18 @@ static int num(struct ctl_call *call, const char *what, const char *v, double lo
 	return 0;
 }
 
-static int integer(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
-		   long long *out)
+int ctl_integer(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
+		long long *out)
 {
 	double d;
-	int r = num(call, what, v, lo, hi, true, &d);
+	int r = ctl_number(call, what, v, lo, hi, true, &d);
 
 	*out = (long long)d;
 	return r;
 }
 
 /* The scope the command edits (created). */
-static struct yl_node *scope_of(struct ctl_call *call, struct yl_node *doc)
+struct yl_node *ctl_scope(struct ctl_call *call, struct yl_node *doc)
 {
 	int idx = call->target.all ? -1 : (int)call->prof->gpu[call->target.gpu].index;
 
@@ -72,10 +73,10 @@ static struct yl_node *scope_of(struct ctl_call *call, struct yl_node *doc)
 }
 
 /* Set each path=value pair under the target scope. */
-static int set_all(struct ctl_call *call, struct yl_node *doc, const char *const *paths,
+int ctl_set_all(struct ctl_call *call, struct yl_node *doc, const char *const *paths,
 		   struct yl_node *const *vals, size_t n)
 {
-	struct yl_node *scope = scope_of(call, doc);
+	struct yl_node *scope = ctl_scope(call, doc);
 	int r = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -98,7 +99,7 @@ static int set_all(struct ctl_call *call, struct yl_node *doc, const char *const
 	return r < 0 ? ctl_fail(call, r, "cannot set %s", paths[0]) : 0;
 }
 
-static struct yl_node *map_of(const char *const *keys, struct yl_node *const *vals, size_t n)
+struct yl_node *ctl_map_of(const char *const *keys, struct yl_node *const *vals, size_t n)
 {
 	struct yl_node *m = yl_new(YL_MAP);
 
@@ -131,7 +132,7 @@ static struct yl_node *xid_node(const struct ctl_call *call, const struct yl_nod
 		ovr_plainf("%llu", (unsigned long long)next_seq(call, doc)),
 	};
 
-	return map_of(keys, vals, 2);
+	return ctl_map_of(keys, vals, 2);
 }
 
 /* ---- commands ---- */
@@ -156,11 +157,11 @@ static int cmd_fail(struct ctl_call *call, struct yl_node **doc)
 	if (!mode || m == sizeof(fail_modes) / sizeof(fail_modes[0]))
 		return ctl_fail(call, -EINVAL, "fail: --mode wants healthy, lost, fallen_off_bus "
 				"or ecc_uncorrectable, got '%s'", mode ? mode : "(none)");
-	if ((after && (r = integer(call, "fail --after-calls", after, 1, 1e15, &calls)) < 0) ||
-	    (xid && (r = integer(call, "fail --xid", xid, 1, 65535, &code)) < 0) ||
-	    (prob && (r = num(call, "fail --probability", prob, 0, 1, false, &p)) < 0))
+	if ((after && (r = ctl_integer(call, "fail --after-calls", after, 1, 1e15, &calls)) < 0) ||
+	    (xid && (r = ctl_integer(call, "fail --xid", xid, 1, 65535, &code)) < 0) ||
+	    (prob && (r = ctl_number(call, "fail --probability", prob, 0, 1, false, &p)) < 0))
 		return r;
-	if (!(scope = scope_of(call, *doc)))
+	if (!(scope = ctl_scope(call, *doc)))
 		return ctl_fail(call, -ENOMEM, "out of memory");
 	if (m == 0) {
 		if (after || xid || prob)
@@ -186,8 +187,8 @@ static int cmd_fail(struct ctl_call *call, struct yl_node **doc)
 	if (xid)
 		keys[n] = "xid", vals[n++] = xid_node(call, *doc, code);
 	/* Any other mode replaces the whole block (a fresh injector). */
-	return set_all(call, *doc, (const char *[]){ "failure" },
-		       (struct yl_node *[]){ map_of(keys, vals, n) }, 1);
+	return ctl_set_all(call, *doc, (const char *[]){ "failure" },
+		       (struct yl_node *[]){ ctl_map_of(keys, vals, n) }, 1);
 }
 
 static int cmd_xid(struct ctl_call *call, struct yl_node **doc)
@@ -195,9 +196,9 @@ static int cmd_xid(struct ctl_call *call, struct yl_node **doc)
 	long long code;
 	int r;
 
-	if ((r = integer(call, "xid CODE", call->argv[0], 1, 65535, &code)) < 0)
+	if ((r = ctl_integer(call, "xid CODE", call->argv[0], 1, 65535, &code)) < 0)
 		return r;
-	return set_all(call, *doc, (const char *[]){ "failure.xid" },
+	return ctl_set_all(call, *doc, (const char *[]){ "failure.xid" },
 		       (struct yl_node *[]){ xid_node(call, *doc, code) }, 1);
 }
 
@@ -206,14 +207,14 @@ static int cmd_temp(struct ctl_call *call, struct yl_node **doc)
 	long long c;
 	int r;
 
-	if ((r = integer(call, "temp C", call->argv[0], -40, 150, &c)) < 0)
+	if ((r = ctl_integer(call, "temp C", call->argv[0], -40, 150, &c)) < 0)
 		return r;
 	/* The static value and a flat dynamic series (no ramp, no noise). */
-	return set_all(call, *doc, (const char *[]){
+	return ctl_set_all(call, *doc, (const char *[]){
 			       "thermal.temperature_gpu_c", "dynamic_metrics.temperature" },
 		       (struct yl_node *[]){
 			       ovr_plainf("%lld", c),
-			       map_of((const char *[]){ "base_c", "ramp_c", "variance_c" },
+			       ctl_map_of((const char *[]){ "base_c", "ramp_c", "variance_c" },
 				      (struct yl_node *[]){ ovr_plainf("%lld", c), ovr_plain("0"),
 							     ovr_plain("0") }, 3) }, 2);
 }
@@ -223,14 +224,14 @@ static int cmd_power(struct ctl_call *call, struct yl_node **doc)
 	double w;
 	int r;
 
-	if ((r = num(call, "power W", call->argv[0], 0, 10000, false, &w)) < 0)
+	if ((r = ctl_number(call, "power W", call->argv[0], 0, 10000, false, &w)) < 0)
 		return r;
 	long long mw = (long long)(w * 1000 + 0.5);
-	return set_all(call, *doc, (const char *[]){
+	return ctl_set_all(call, *doc, (const char *[]){
 			       "power.current_draw_mw", "dynamic_metrics.power" },
 		       (struct yl_node *[]){
 			       ovr_plainf("%lld", mw),
-			       map_of((const char *[]){ "base_mw", "variance_mw" },
+			       ctl_map_of((const char *[]){ "base_mw", "variance_mw" },
 				      (struct yl_node *[]){ ovr_plainf("%lld", mw),
 							     ovr_plain("0") }, 2) }, 2);
 }
@@ -242,7 +243,7 @@ static int cmd_fan(struct ctl_call *call, struct yl_node **doc)
 	long long pct;
 	int r;
 
-	if ((r = integer(call, "fan PERCENT", call->argv[0], 0, 100, &pct)) < 0)
+	if ((r = ctl_integer(call, "fan PERCENT", call->argv[0], 0, 100, &pct)) < 0)
 		return r;
 	/* A fan speed needs a fan: raise fan.count to at least 1. */
 	if (!call->target.all)
@@ -251,7 +252,7 @@ static int cmd_fan(struct ctl_call *call, struct yl_node **doc)
 		eff = ovr_effective(*doc, (unsigned)-1);
 	yl_u64(yl_path(eff, "fan.count"), &count);
 	yl_free(eff);
-	return set_all(call, *doc, (const char *[]){ "fan.speed_percent", "fan.count" },
+	return ctl_set_all(call, *doc, (const char *[]){ "fan.speed_percent", "fan.count" },
 		       (struct yl_node *[]){ ovr_plainf("%lld", pct),
 					      ovr_plainf("%llu", (unsigned long long)
 							 (count ? count : 1)) }, 2);
@@ -262,12 +263,12 @@ static int cmd_util(struct ctl_call *call, struct yl_node **doc)
 	long long gpu, mem;
 	int r;
 
-	if ((r = integer(call, "util PERCENT", call->argv[0], 0, 100, &gpu)) < 0 ||
-	    (r = integer(call, "util MEMORY-PERCENT", call->argc > 1 ? call->argv[1]
+	if ((r = ctl_integer(call, "util PERCENT", call->argv[0], 0, 100, &gpu)) < 0 ||
+	    (r = ctl_integer(call, "util MEMORY-PERCENT", call->argc > 1 ? call->argv[1]
 			 : call->argv[0], 0, 100, &mem)) < 0)
 		return r;
 	/* null: the dynamic utilization series gives way to the static values. */
-	return set_all(call, *doc, (const char *[]){
+	return ctl_set_all(call, *doc, (const char *[]){
 			       "utilization.gpu", "utilization.memory",
 			       "dynamic_metrics.utilization" },
 		       (struct yl_node *[]){ ovr_plainf("%lld", gpu), ovr_plainf("%lld", mem),
@@ -279,9 +280,9 @@ static int cmd_clocks(struct ctl_call *call, struct yl_node **doc)
 	long long mhz;
 	int r;
 
-	if ((r = integer(call, "clocks MHZ", call->argv[0], 0, 10000, &mhz)) < 0)
+	if ((r = ctl_integer(call, "clocks MHZ", call->argv[0], 0, 10000, &mhz)) < 0)
 		return r;
-	return set_all(call, *doc, (const char *[]){ "clocks.sm_current", "clocks.graphics_current" },
+	return ctl_set_all(call, *doc, (const char *[]){ "clocks.sm_current", "clocks.graphics_current" },
 		       (struct yl_node *[]){ ovr_plainf("%lld", mhz), ovr_plainf("%lld", mhz) }, 2);
 }
 
@@ -329,7 +330,7 @@ static int cmd_throttle(struct ctl_call *call, struct yl_node **doc)
 		paths[i] = pathbuf[i];
 		vals[i] = ovr_plain(on[i] ? "true" : "false");
 	}
-	return set_all(call, *doc, paths, vals, NREASONS);
+	return ctl_set_all(call, *doc, paths, vals, NREASONS);
 }
 
 static int cmd_pstate(struct ctl_call *call, struct yl_node **doc)
@@ -338,205 +339,10 @@ static int cmd_pstate(struct ctl_call *call, struct yl_node **doc)
 	long long p;
 	int r;
 
-	if ((r = integer(call, "pstate N", v + (v[0] == 'P' || v[0] == 'p'), 0, 15, &p)) < 0)
+	if ((r = ctl_integer(call, "pstate N", v + (v[0] == 'P' || v[0] == 'p'), 0, 15, &p)) < 0)
 		return r;
-	return set_all(call, *doc, (const char *[]){ "performance_state" },
+	return ctl_set_all(call, *doc, (const char *[]){ "performance_state" },
 		       (struct yl_node *[]){ ovr_plainf("P%lld", p) }, 1);
-}
-
-static int cmd_ecc(struct ctl_call *call, struct yl_node **doc)
-{
-	const char *corr = ctl_opt(call, "correctable"), *unc = ctl_opt(call, "uncorrectable");
-	const char *scope = ctl_opt(call, "scope"), *mode = ctl_opt(call, "mode");
-	static const char *const bits[] = { "single_bit", "double_bit" };
-	static const char *const where[] = { "device_memory", "total" };
-	const char *paths[16];
-	struct yl_node *vals[16];
-	char buf[16][96];
-	long long count[2];
-	size_t n = 0;
-	int r;
-
-	if (!corr && !unc && !mode)
-		return ctl_fail(call, -EINVAL, "ecc: give --correctable N, --uncorrectable N "
-				"and/or --mode enabled|disabled");
-	if (scope && strcmp(scope, "volatile") && strcmp(scope, "aggregate") &&
-	    strcmp(scope, "both"))
-		return ctl_fail(call, -EINVAL, "ecc --scope: want volatile, aggregate or both, "
-				"got '%s'", scope);
-	if (mode && strcmp(mode, "enabled") && strcmp(mode, "disabled"))
-		return ctl_fail(call, -EINVAL, "ecc --mode: want enabled or disabled, got '%s'",
-				mode);
-	if ((corr && (r = integer(call, "ecc --correctable", corr, 0, 1e15, &count[0])) < 0) ||
-	    (unc && (r = integer(call, "ecc --uncorrectable", unc, 0, 1e15, &count[1])) < 0))
-		return r;
-	for (int s = 0; s < 2; s++) {
-		const char *sc = s ? "aggregate" : "volatile";
-
-		if (scope && strcmp(scope, "both") && strcmp(scope, sc))
-			continue;
-		for (int b = 0; b < 2; b++) {
-			if (!(b ? unc : corr))
-				continue;
-			/* DRAM counters and the totals nvidia-smi and NVML sum. */
-			for (int w = 0; w < 2; w++) {
-				snprintf(buf[n], sizeof(buf[n]), "ecc.errors.%s.%s.%s", sc, bits[b],
-					 where[w]);
-				paths[n] = buf[n];
-				vals[n++] = ovr_plainf("%lld", count[b]);
-			}
-		}
-	}
-	if (mode) {
-		paths[n] = "ecc.mode_current", vals[n++] = ovr_plain(mode);
-		paths[n] = "ecc.mode_pending", vals[n++] = ovr_plain(mode);
-	}
-	return set_all(call, *doc, paths, vals, n);
-}
-
-static int cmd_sram_ecc(struct ctl_call *call, struct yl_node **doc)
-{
-	const char *type = ctl_opt(call, "type"), *src = ctl_opt(call, "source");
-	static const char *const types[][2] = {
-		{ "correctable", "correctable" }, { "parity", "uncorrectable_parity" },
-		{ "secded", "uncorrectable_secded" },
-	};
-	static const char *const sources[] = { "l2", "sm", "microcontroller", "pcie", "other" };
-	const char *paths[4], *key = NULL;
-	struct yl_node *vals[4];
-	char buf[3][96];
-	long long count;
-	size_t n = 0;
-	int r;
-
-	if ((r = integer(call, "sram-ecc COUNT", call->argv[0], 0, 1e15, &count)) < 0)
-		return r;
-	for (size_t i = 0; i < 3 && !key; i++)
-		if (!strcmp(type ? type : "correctable", types[i][0]))
-			key = types[i][1];
-	if (!key)
-		return ctl_fail(call, -EINVAL, "sram-ecc --type: want correctable, parity or "
-				"secded, got '%s'", type);
-	if (src) {
-		size_t i;
-		for (i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
-			if (!strcmp(src, sources[i]))
-				break;
-		if (i == sizeof(sources) / sizeof(sources[0]))
-			return ctl_fail(call, -EINVAL, "sram-ecc --source: want l2, sm, "
-					"microcontroller, pcie or other, got '%s'", src);
-		if (key == types[0][1])
-			return ctl_fail(call, -EINVAL, "sram-ecc --source counts uncorrectable "
-					"errors: give --type parity or secded");
-	}
-	/* Both scopes, as the reference writes them. */
-	for (int s = 0; s < 2; s++) {
-		snprintf(buf[n], sizeof(buf[n]), "ecc.sram.%s.%s", s ? "aggregate" : "volatile", key);
-		paths[n] = buf[n];
-		vals[n++] = ovr_plainf("%lld", count);
-	}
-	if (src) {
-		snprintf(buf[n], sizeof(buf[n]), "ecc.sram.uncorrectable_sources.%s", src);
-		paths[n] = buf[n];
-		vals[n++] = ovr_plainf("%lld", count);
-	}
-	if (ctl_flag(call, "threshold-exceeded"))
-		paths[n] = "ecc.sram.threshold_exceeded", vals[n++] = ovr_plain("true");
-	return set_all(call, *doc, paths, vals, n);
-}
-
-static int cmd_nvlink_error(struct ctl_call *call, struct yl_node **doc)
-{
-	const char *links = ctl_opt(call, "links");
-	struct yl_node *seq = NULL;
-	double rate;
-	int r;
-
-	if ((r = num(call, "nvlink-error RATE", call->argv[0], 0, 1e12, false, &rate)) < 0)
-		return r;
-	if (links) {
-		char *copy = strdup(links), *save = NULL;
-
-		seq = yl_new(YL_SEQ);
-		for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && r == 0;
-		     t = strtok_r(NULL, ",", &save)) {
-			long long l;
-			struct yl_node *it;
-
-			if ((r = integer(call, "nvlink-error --links", t, 0, 63, &l)) < 0)
-				break;
-			it = ovr_plainf("%lld", l);
-			if (!seq || !it || yl_append(seq, it) < 0) {
-				yl_free(it);
-				r = ctl_fail(call, -ENOMEM, "out of memory");
-			}
-		}
-		free(copy);
-		if (r == 0 && (!seq || !seq->n))
-			r = ctl_fail(call, -EINVAL, "nvlink-error --links: want a,b,... link numbers");
-		if (r < 0) {
-			yl_free(seq);
-			return r;
-		}
-	}
-	if (!seq)	/* every active link */
-		return set_all(call, *doc, (const char *[]){ "nvlink_error.rate", "nvlink_error.links" },
-			       (struct yl_node *[]){ ovr_plain(call->argv[0]), yl_new(YL_NULL) }, 2);
-	return set_all(call, *doc, (const char *[]){ "nvlink_error.rate", "nvlink_error.links" },
-		       (struct yl_node *[]){ ovr_plain(call->argv[0]), seq }, 2);
-}
-
-static const char *const fabric_conditions[] = {
-	"degraded_bandwidth", "route_recovery", "route_unhealthy", "access_timeout_recovery",
-};
-static const char *const fabric_config_codes[] = {
-	"none", "incorrect_sysguid", "incorrect_chassis_sn", "no_partition",
-	"insufficient_nvlinks", "incompatible_gpu_fw", "invalid_location", "gpu_state_invalid",
-};
-
-static int cmd_fabric_health(struct ctl_call *call, struct yl_node **doc)
-{
-	const char *keys[5], *cfg = "none";
-	struct yl_node *vals[5], *scope;
-	bool on[4] = { false };
-	bool healthy = call->argc == 1 && !strcmp(call->argv[0], "healthy");
-
-	for (int a = 0; a < call->argc && !healthy; a++) {
-		const char *arg = call->argv[a];
-		size_t i;
-
-		if (!strncmp(arg, "incorrect_configuration=", 24)) {
-			for (i = 0; i < sizeof(fabric_config_codes) / sizeof(fabric_config_codes[0]); i++)
-				if (!strcmp(arg + 24, fabric_config_codes[i]))
-					break;
-			if (i == sizeof(fabric_config_codes) / sizeof(fabric_config_codes[0]))
-				return ctl_fail(call, -EINVAL, "fabric-health: unknown "
-						"incorrect_configuration '%s' (want incorrect_sysguid, "
-						"incorrect_chassis_sn, no_partition, insufficient_nvlinks, "
-						"incompatible_gpu_fw, invalid_location, gpu_state_invalid)",
-						arg + 24);
-			cfg = fabric_config_codes[i];
-			continue;
-		}
-		for (i = 0; i < 4; i++)
-			if (!strcmp(arg, fabric_conditions[i]))
-				break;
-		if (i == 4)
-			return ctl_fail(call, -EINVAL, "fabric-health: unknown condition '%s' (want "
-					"healthy, degraded_bandwidth, route_recovery, route_unhealthy, "
-					"access_timeout_recovery, incorrect_configuration=CODE)", arg);
-		on[i] = true;
-	}
-	for (int i = 0; i < 4; i++)
-		keys[i] = fabric_conditions[i], vals[i] = ovr_plain(on[i] ? "true" : "false");
-	keys[4] = "incorrect_configuration", vals[4] = ovr_plain(cfg);
-	if (!(scope = scope_of(call, *doc)))
-		return ctl_fail(call, -ENOMEM, "out of memory");
-	/* Authoritative: a pinned summary or raw mask would hide the conditions. */
-	ovr_remove(scope, "fabric.health_summary");
-	ovr_remove(scope, "fabric.health_mask");
-	return set_all(call, *doc, (const char *[]){ "fabric.health" },
-		       (struct yl_node *[]){ map_of(keys, vals, 5) }, 1);
 }
 
 static bool valid_path(const char *p)
@@ -572,7 +378,7 @@ static int cmd_set(struct ctl_call *call, struct yl_node **doc)
 			return ctl_fail(call, -EINVAL, "set %s: empty value (use unset to remove a "
 					"key, or null)", path);
 		}
-		int r = set_all(call, *doc, (const char *[]){ path }, (struct yl_node *[]){ v }, 1);
+		int r = ctl_set_all(call, *doc, (const char *[]){ path }, (struct yl_node *[]){ v }, 1);
 		if (r < 0)
 			return r;
 	}
@@ -581,7 +387,7 @@ static int cmd_set(struct ctl_call *call, struct yl_node **doc)
 
 static int cmd_unset(struct ctl_call *call, struct yl_node **doc)
 {
-	struct yl_node *scope = scope_of(call, *doc);
+	struct yl_node *scope = ctl_scope(call, *doc);
 
 	if (!scope)
 		return ctl_fail(call, -ENOMEM, "out of memory");
@@ -675,14 +481,14 @@ const struct ctl_command ctl_commands[] = {
 	{ "pstate", "0..15", "performance state", 1, 1, o_none, false, false, cmd_pstate },
 	{ "ecc", "[--correctable N] [--uncorrectable N] [--scope volatile|aggregate|both] "
 		 "[--mode enabled|disabled]", "DRAM ECC error counters and mode", 0, 0, o_ecc,
-	  false, false, cmd_ecc },
+	  false, false, ctl_cmd_ecc },
 	{ "sram-ecc", "COUNT [--type correctable|parity|secded] [--source l2|sm|microcontroller|"
 		      "pcie|other] [--threshold-exceeded]", "SRAM ECC error counters", 1, 1, o_sram,
-	  false, false, cmd_sram_ecc },
+	  false, false, ctl_cmd_sram_ecc },
 	{ "nvlink-error", "RATE [--links a,b,...]", "NVLink error counters rising at RATE/s",
-	  1, 1, o_nvlink, false, false, cmd_nvlink_error },
+	  1, 1, o_nvlink, false, false, ctl_cmd_nvlink_error },
 	{ "fabric-health", "CONDITION...|healthy", "fabric health conditions (authoritative)",
-	  1, -1, o_none, false, false, cmd_fabric_health },
+	  1, -1, o_none, false, false, ctl_cmd_fabric_health },
 	{ "set", "KEY.PATH=VALUE...", "set profile keys (YAML values)", 1, -1, o_none, false,
 	  false, cmd_set },
 	{ "unset", "KEY.PATH...", "remove overridden keys", 1, -1, o_none, false, false, cmd_unset },

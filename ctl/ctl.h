@@ -6,6 +6,7 @@
  *
  *   main.c      argument parsing, the edit transaction
  *   commands.c  the command table: what each command writes
+ *   commands_errors.c  ecc, sram-ecc, nvlink-error, fabric-health
  *   docfile.c   lock, read, validate the candidate, atomic replace
  *   profile.c   the engine config's GPUs (index, UUID, PCI address) and
  *               --gpu resolution */
@@ -74,6 +75,26 @@ struct ctl_command {
 
 extern const struct ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
+
+/* commands.c: what the commands share.  A value in lo..hi (an integer when
+ * integer is set), 0 or -EINVAL with call->err set. */
+int ctl_number(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
+	       bool integer, double *out);
+int ctl_integer(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
+		long long *out);
+/* The scope the call edits (created; NULL on ENOMEM). */
+struct yl_node *ctl_scope(struct ctl_call *call, struct yl_node *doc);
+/* Set each paths[i] to vals[i] (owned) under the call's scope; with --gpu
+ * all, per-GPU values of the same keys go. */
+int ctl_set_all(struct ctl_call *call, struct yl_node *doc, const char *const *paths,
+		struct yl_node *const *vals, size_t n);
+/* A mapping of keys[i]: vals[i] (owned; NULL on ENOMEM, vals freed). */
+struct yl_node *ctl_map_of(const char *const *keys, struct yl_node *const *vals, size_t n);
+/* commands_errors.c */
+int ctl_cmd_ecc(struct ctl_call *call, struct yl_node **doc);
+int ctl_cmd_sram_ecc(struct ctl_call *call, struct yl_node **doc);
+int ctl_cmd_nvlink_error(struct ctl_call *call, struct yl_node **doc);
+int ctl_cmd_fabric_health(struct ctl_call *call, struct yl_node **doc);
 
 const char *ctl_opt(const struct ctl_call *call, const char *name);	/* NULL = absent */
 bool ctl_flag(const struct ctl_call *call, const char *name);
