@@ -1,5 +1,6 @@
-/* yaml_lite: a small YAML-subset reader for the mock NVML library, which
- * must not depend on libyaml (it is bind-mounted alone into containers).
+/* yaml_lite: a small YAML-subset reader with no dependency but libc, for
+ * what must not depend on libyaml: the mock NVML library (bind-mounted
+ * alone into containers) and the overrides module it compiles in.
  *
  * Supported: block mappings and sequences (including "- key: v" items and
  * sequences at their parent key's indentation), flow sequences [a, b] and
@@ -8,8 +9,8 @@
  * Rejected with an error: anchors, aliases, tags, block scalars (| >),
  * complex keys, multi-line plain or quoted scalars, duplicate keys, tabs
  * in indentation, several documents.  Errors carry line:col (1-based). */
-#ifndef MOKKA_NVML_YAML_LITE_H
-#define MOKKA_NVML_YAML_LITE_H
+#ifndef MOKKA_YAML_LITE_H
+#define MOKKA_YAML_LITE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* yaml_lite internals shared by the block/flow parser (yaml_lite.c) and
  * the scalar readers (yaml_lite_scalar.c).  Not part of the interface. */
-#ifndef MOKKA_NVML_YAML_LITE_INTERNAL_H
-#define MOKKA_NVML_YAML_LITE_INTERNAL_H
+#ifndef MOKKA_YAML_LITE_INTERNAL_H
+#define MOKKA_YAML_LITE_INTERNAL_H
 
 #include <string.h>
 
