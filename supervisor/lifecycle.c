@@ -89,6 +89,8 @@ static void op_fail(struct worker_proc *w, const char *why)
 	snprintf(w->op.error, sizeof(w->op.error), "%s", why);
 }
 
+static enum worker_state kill_worker(struct worker_proc *w, const char *why);
+
 /* Put the recorded op on the wire: the worker is BUSY with it. */
 static enum worker_state op_transmit(struct worker_proc *w)
 {
@@ -99,10 +101,11 @@ static enum worker_state op_transmit(struct worker_proc *w)
 	w->op.seq = ++s->next_seq;
 	r = s->wio->send(w, w->op.op, w->op.gen, w->op.seq, w->op.fd);
 	if (r < 0) {
+		/* A broken channel, or a worker that stopped reading (its send
+		 * queue is full): it cannot be driven any more. */
 		char why[128];
 		snprintf(why, sizeof(why), "send %s: %s", ipc_op_name(w->op.op), strerror(-r));
-		op_fail(w, why);
-		return WORKER_IDLE;
+		return kill_worker(w, why);
 	}
 	w->busy_seq = w->op.seq;
 	w->busy_op = w->op.op;

@@ -29,6 +29,7 @@ static struct {
 	struct fake_sent sent[FAKE_MAX_SENT];
 	int nsent;
 	unsigned spawn_fails;		/* bit i: worker i's spawn fails */
+	unsigned send_fails;		/* bit i: sends to worker i fail (queue full) */
 	int spawns[MAX_WORKERS], kills[MAX_WORKERS], detaches[MAX_WORKERS];
 	pid_t next_pid;
 } fk;
@@ -54,6 +55,8 @@ static int fake_spawn(struct worker_proc *w, pid_t *pid, char *err, size_t errle
 static int fake_send(struct worker_proc *w, enum ipc_op op, uint64_t gen, uint64_t seq, int fd)
 {
 	cr_assert_lt(fk.nsent, FAKE_MAX_SENT);
+	if (fk.send_fails & (1u << fake_index(w)))
+		return -ENOBUFS;
 	fk.sent[fk.nsent++] = (struct fake_sent){ fake_index(w), op, gen, seq, fd };
 	return 0;
 }

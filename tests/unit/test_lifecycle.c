@@ -129,6 +129,18 @@ Test(lifecycle, teardown_op_brings_a_down_worker_up)
 	cr_assert_eq(worker_state(w), WORKER_BUSY);
 }
 
+Test(lifecycle, a_worker_that_stopped_reading_is_killed)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	fk.send_fails = 1;
+	cr_assert_eq(worker_send_op(w, IPC_OP_STAGE, -1, 1000, false), -EIO);
+	cr_assert_eq(fk.kills[0], 1);
+	cr_assert_eq(worker_state(w), WORKER_EXITING);
+	cr_assert_str_eq(worker_op_error(w), "send stage: No buffer space available");
+}
+
 Test(lifecycle, deadline_kills_and_fails_the_op)
 {
 	struct worker_proc *w = W(0);
