@@ -358,6 +358,8 @@ static enum worker_state act_exit(struct worker_proc *w, struct event *e)
 static enum worker_state act_shutdown(struct worker_proc *w, struct event *e)
 {
 	(void)e;
+	/* No deadline of its own: the teardown's budget covers it. */
+	loop_timer_stop(w->sup->loop, &w->deadline);
 	w->sup->wio->send(w, IPC_OP_SHUTDOWN, w->sup->pass_gen, 0, -1);
 	return WORKER_STOPPING;
 }

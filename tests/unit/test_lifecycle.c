@@ -316,3 +316,126 @@ Test(lifecycle, ipc_phase_follows_the_state)
 	cr_assert_eq(worker_ipc_phase(w), IPC_PHASE_BUSY);
 	cr_assert_str_eq(worker_state_name(worker_state(w)), "busy");
 }
+
+/* ---- every (state, event) pair ---- */
+
+/* Bring worker 0 into st the way it gets there in life. */
+static void drive_to(enum worker_state st)
+{
+	struct worker_proc *w = W(0);
+
+	if (st == WORKER_DOWN)
+		return;
+	worker_start(w);
+	if (st == WORKER_STARTING)
+		return;
+	worker_on_hello(w);
+	switch (st) {
+	case WORKER_BUSY:
+		worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+		break;
+	case WORKER_EXITING:
+		worker_on_eof(w);
+		break;
+	case WORKER_STOPPING:
+		worker_shutdown(w);
+		break;
+	case WORKER_BACKOFF:
+		fake_exit(0, 1);
+		break;
+	case WORKER_FAILED:
+		for (int i = 0; i < BACKOFF_BURST; i++) {
+			fake_exit(0, 1);
+			if (worker_state(w) == WORKER_BACKOFF) {
+				fake_fire(&w->restart);
+				worker_on_hello(w);
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	cr_assert_eq(worker_state(w), st, "driven to %s, got %s", worker_state_name(st),
+		     worker_state_name(worker_state(w)));
+}
+
+enum { N_EVENTS = 16 };
+
+/* A timer's event even where it is not armed (a late one), disarmed first
+ * as the loop does. */
+static void fire_anyway(struct loop_timer *t)
+{
+	loop_timer_stop(fk.s.loop, t);
+	t->cb(fk.s.loop, t->arg);
+}
+
+static void fire_event(int ev)
+{
+	struct worker_proc *w = W(0);
+
+	switch (ev) {
+	case 0: worker_start(w); break;
+	case 1: worker_send_op(w, IPC_OP_APPLY, -1, 1000, false); break;
+	case 2: worker_send_op(w, IPC_OP_REVOKE, -1, 1000, true); break;
+	case 3: worker_abort(w); break;
+	case 4: worker_poll_status(w); break;
+	case 5: worker_on_hello(w); break;
+	case 6: worker_on_result(w, w->busy_seq, true, ""); break;
+	case 7: worker_on_result(w, 424242, false, "stale"); break;
+	case 8: fire_anyway(&w->deadline); break;
+	case 9: worker_on_protocol_error(w, "protocol error: test"); break;
+	case 10: worker_on_violation(w, "daemon spec rejected: test"); break;
+	case 11: worker_on_eof(w); break;
+	case 12: fake_exit(0, 2); break;
+	case 13: fire_anyway(&w->restart); break;
+	case 14: worker_shutdown(w); break;
+	case 15: worker_reset_failed(w); break;
+	}
+}
+
+/* What must hold in every state, whatever happened before. */
+static void check_invariants(enum worker_state from, int ev)
+{
+	struct worker_proc *w = W(0);
+	enum worker_state st = worker_state(w);
+	bool running = st == WORKER_STARTING || st == WORKER_IDLE || st == WORKER_BUSY ||
+		       st == WORKER_EXITING || st == WORKER_STOPPING;
+
+	cr_assert_lt(st, WORKER_STATE_COUNT);
+	cr_assert_eq(w->pid != 0, running, "%s + event %d -> %s with pid %d",
+		     worker_state_name(from), ev, worker_state_name(st), (int)w->pid);
+	cr_assert_eq(loop_timer_armed(&w->restart), st == WORKER_BACKOFF,
+		     "%s + event %d -> %s: restart timer", worker_state_name(from), ev,
+		     worker_state_name(st));
+	cr_assert_eq(loop_timer_armed(&w->deadline), st == WORKER_STARTING || st == WORKER_BUSY,
+		     "%s + event %d -> %s: deadline", worker_state_name(from), ev,
+		     worker_state_name(st));
+	cr_assert_eq(w->st->failed, st == WORKER_FAILED || (from == WORKER_FAILED &&
+		     st != WORKER_FAILED && ev != 15), "%s + event %d -> %s: failed flag",
+		     worker_state_name(from), ev, worker_state_name(st));
+	if (st == WORKER_BUSY)
+		cr_assert_neq(w->busy_seq, 0u);
+}
+
+static void sweep(bool shutting_down)
+{
+	for (int st = 0; st < WORKER_STATE_COUNT; st++)
+		for (int ev = 0; ev < N_EVENTS; ev++) {
+			fake_teardown();
+			fake_setup(defs, 1);
+			drive_to((enum worker_state)st);
+			fk.s.shutting_down = shutting_down;
+			fire_event(ev);
+			check_invariants((enum worker_state)st, ev);
+		}
+}
+
+Test(lifecycle, every_state_event_pair_keeps_the_invariants)
+{
+	sweep(false);
+}
+
+Test(lifecycle, every_state_event_pair_in_a_teardown)
+{
+	sweep(true);
+}
