@@ -1,6 +1,7 @@
 /* IPC framing between supervisor and workers: one SEQPACKET message is one
  * UTF-8 JSON object of at most IPC_MAX_MSG bytes, optionally carrying one
- * fd (the sealed state memfd) with SCM_RIGHTS. */
+ * fd (the sealed state memfd) with SCM_RIGHTS.  This file is the frame and
+ * its header (v, op, gen, seq); the messages themselves are ipc/proto.h. */
 #ifndef MOKKA_IPC_MSG_H
 #define MOKKA_IPC_MSG_H
 
@@ -34,13 +35,8 @@ struct ipc_msg {
 };
 void ipc_msg_free(struct ipc_msg *m);
 
-/* Send obj (adds "v"; op/gen/seq must be present) with an optional fd
- * (-1 = none).  0 or -errno (-EMSGSIZE when over IPC_MAX_MSG). */
-int ipc_send(int sock, cJSON *obj, int fd);
-/* Build and send {"op":op,"gen":gen,"seq":seq} + extra members of extra
- * (moved into the message; may be NULL). */
-int ipc_send_op(int sock, enum ipc_op op, uint64_t gen, uint64_t seq,
-		cJSON *extra, int fd);
+/* Sending: the typed encoders of ipc/proto.h build frames; ipc/sendq.h
+ * sends them without blocking. */
 
 /* Receive one message.  Returns 1 on a message, 0 on EOF, -EAGAIN when
  * nothing is waiting (non-blocking socket), -EPROTO on a protocol error

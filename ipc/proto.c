@@ -61,6 +61,9 @@ int ipc_frame_build(cJSON *o, enum ipc_op op, uint64_t gen, uint64_t seq, int fd
 	f->buf = NULL;
 	f->len = 0;
 	f->fd = -1;
+	/* The header is ours: stale members are replaced, never duplicated. */
+	for (int i = 0; o && i < 4; i++)
+		cJSON_DeleteItemFromObjectCaseSensitive(o, (const char *[]){ "v", "op", "gen", "seq" }[i]);
 	if (!o || !cJSON_AddNumberToObject(o, "v", IPC_VERSION) ||
 	    !cJSON_AddStringToObject(o, "op", ipc_op_name(op)) ||
 	    !cJSON_AddNumberToObject(o, "gen", (double)gen) ||
@@ -276,7 +279,7 @@ static int decode_error(const struct ipc_msg *m, const cJSON *e, int i,
 	int r;
 
 	if (!cJSON_IsObject(e) || cJSON_GetArraySize(e) != 2)
-		return bad(err, errlen, "result: \"errors\"[%d] must be {surface, message}", i);
+		return bad(err, errlen, "result: \"errors[%d]\" must be {surface, message}", i);
 	snprintf(field, sizeof(field), "errors[%d].surface", i);
 	if ((r = get_str(m, sf, field, sizeof(out->surface), false, err, errlen)) < 0)
 		return r;

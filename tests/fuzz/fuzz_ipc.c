@@ -1,16 +1,102 @@
-/* Fuzz the IPC decoder and the state decoder with the same bytes.  Both
+/* Fuzz the IPC decoders (the header, then the typed decoder of every
+ * message in ipc/proto.h) and the state decoder with the same bytes.  All
  * read untrusted input (a worker's message; the memfd a worker maps), so
- * neither may crash, and whatever they accept must honour their contract.
- * Aborts when a result breaks it. */
+ * none may crash, a rejection must say why, and whatever a typed decoder
+ * accepts must encode again and decode to the same thing.  Aborts when a
+ * result breaks that contract. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ipc/msg.h"
+#include "ipc/proto.h"
 #include "ipc/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Encode with enc's result in f, then header- and typed-decode it. */
+static void redecode(int enc, struct ipc_frame *f, struct ipc_msg *m2)
+{
+	char err[256] = "";
+
+	if (enc < 0 || ipc_decode(f->buf, f->len, m2, err, sizeof(err)) != 1)
+		abort();
+	m2->fd = -1;
+	ipc_frame_free(f);
+}
+
+static void typed_daemon(const struct ipc_msg *m)
+{
+	struct ipc_daemon_spec d, d2;
+	struct ipc_frame f;
+	struct ipc_msg m2;
+	char err[256] = "";
+
+	if (ipc_decode_daemon(m, &d, err, sizeof(err)) < 0) {
+		if (!err[0] || d.argv[0] || d.env[0])
+			abort();
+		return;
+	}
+	if (ipc_daemon_spec_check(&d, err, sizeof(err)) < 0)
+		abort();
+	redecode(ipc_encode_daemon(m->gen, m->seq, &d, &f), &f, &m2);
+	if (ipc_decode_daemon(&m2, &d2, err, sizeof(err)) < 0 || !ipc_daemon_spec_equal(&d, &d2))
+		abort();
+	ipc_daemon_spec_free(&d);
+	ipc_daemon_spec_free(&d2);
+	ipc_msg_free(&m2);
+}
+
+static void typed_other(const struct ipc_msg *m)
+{
+	static struct ipc_result r, r2;
+	struct ipc_hello h, h2;
+	struct ipc_ready rd, rd2;
+	struct ipc_cmd c, c2;
+	struct ipc_frame f;
+	struct ipc_msg m2;
+	char err[256] = "";
+	int ok;
+
+	switch (m->op) {
+	case IPC_OP_HELLO:
+		if ((ok = ipc_decode_hello(m, &h, err, sizeof(err)) == 0)) {
+			redecode(ipc_encode_hello(&h, &f), &f, &m2);
+			if (ipc_decode_hello(&m2, &h2, err, sizeof(err)) < 0 || memcmp(&h, &h2, sizeof(h)))
+				abort();
+		}
+		break;
+	case IPC_OP_RESULT:
+		if ((ok = ipc_decode_result(m, &r, err, sizeof(err)) == 0)) {
+			redecode(ipc_encode_result(m->gen, m->seq, &r, &f), &f, &m2);
+			if (ipc_decode_result(&m2, &r2, err, sizeof(err)) < 0 || memcmp(&r, &r2, sizeof(r)))
+				abort();
+		}
+		break;
+	case IPC_OP_READY:
+		if ((ok = ipc_decode_ready(m, &rd, err, sizeof(err)) == 0)) {
+			redecode(ipc_encode_ready(m->gen, m->seq, &rd, &f), &f, &m2);
+			if (ipc_decode_ready(&m2, &rd2, err, sizeof(err)) < 0 || memcmp(&rd, &rd2, sizeof(rd)))
+				abort();
+		}
+		break;
+	default:
+		/* a command; no fd came, so stage must be refused */
+		if ((ok = ipc_decode_cmd(m, &c, err, sizeof(err)) == 0)) {
+			if (c.op == IPC_OP_STAGE)
+				abort();
+			redecode(ipc_encode_cmd(&c, -1, &f), &f, &m2);
+			if (ipc_decode_cmd(&m2, &c2, err, sizeof(err)) < 0 || memcmp(&c, &c2, sizeof(c)))
+				abort();
+		}
+		break;
+	}
+	if (!ok && !err[0])
+		abort();
+	if (ok)
+		ipc_msg_free(&m2);
+}
 
 static void check_msg(const uint8_t *data, size_t size)
 {
@@ -30,6 +116,10 @@ static void check_msg(const uint8_t *data, size_t size)
 		abort();
 	if (ipc_op_parse(ipc_op_name(m.op)) != m.op)
 		abort();
+	if (m.op == IPC_OP_DAEMON)
+		typed_daemon(&m);
+	else
+		typed_other(&m);
 	ipc_msg_free(&m);
 }
 
