@@ -9,19 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "ipc/state.h"
-
-enum ftype { F_INT, F_U64, F_U16, F_U32, F_LONG, F_BOOL, F_STR };
-
-struct field {
-	const char *key;
-	enum ftype type;
-	size_t off;
-	size_t size;		/* for strings */
-};
-
-#define FI(st, k, t) { #k, t, offsetof(st, k), 0 }
-#define FS(st, k) { #k, F_STR, offsetof(st, k), sizeof(((st *)0)->k) }
-#define FN(st, name, k, t) { name, t, offsetof(st, k), 0 }
+#include "ipc/state_fields.h"
 
 static const struct field device_fields[] = {
 	FI(struct state_device, index, F_INT),
@@ -135,8 +123,6 @@ static const struct field top_fields[] = {
 	FS(struct state, kernel_log),
 };
 
-#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
-
 void state_init(struct state *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -155,7 +141,7 @@ void state_free(struct state *s)
 	s->topology_len = 0;
 }
 
-static int put_fields(cJSON *obj, const void *base, const struct field *f, size_t n)
+int state_put_fields(cJSON *obj, const void *base, const struct field *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *p = (const char *)base + f[i].off;
@@ -184,7 +170,7 @@ static int put_fields(cJSON *obj, const void *base, const struct field *f, size_
 	return 0;
 }
 
-static int get_fields(const cJSON *obj, void *base, const struct field *f, size_t n,
+int state_get_fields(const cJSON *obj, void *base, const struct field *f, size_t n,
 		      const char *where, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -248,14 +234,14 @@ static int put_ib(cJSON *root, const struct state_ib *ib)
 	cJSON *o = cJSON_AddObjectToObject(root, "ib"), *arr, *h, *c, *v;
 	char num[32];
 
-	if (!o || put_fields(o, ib, ib_fields, NFIELDS(ib_fields)) < 0 ||
+	if (!o || state_put_fields(o, ib, ib_fields, NFIELDS(ib_fields)) < 0 ||
 	    !(arr = cJSON_AddArrayToObject(o, "hcas")))
 		return -ENOMEM;
 	for (int i = 0; i < ib->num_hcas; i++) {
 		if (!(h = cJSON_CreateObject()))
 			return -ENOMEM;
 		cJSON_AddItemToArray(arr, h);
-		if (put_fields(h, &ib->hcas[i], hca_fields, NFIELDS(hca_fields)) < 0 ||
+		if (state_put_fields(h, &ib->hcas[i], hca_fields, NFIELDS(hca_fields)) < 0 ||
 		    !(c = cJSON_AddArrayToObject(h, "counters")))
 			return -ENOMEM;
 		for (int k = 0; k < STATE_IB_COUNTERS; k++) {
@@ -273,7 +259,7 @@ static int get_ib(const cJSON *root, struct state_ib *ib, char *err, size_t errl
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "ib"), *arr, *it, *c, *v;
 	int i = 0;
 
-	if (get_fields(o, ib, ib_fields, NFIELDS(ib_fields), "ib", err, errlen) < 0)
+	if (state_get_fields(o, ib, ib_fields, NFIELDS(ib_fields), "ib", err, errlen) < 0)
 		return -EINVAL;
 	arr = cJSON_GetObjectItemCaseSensitive(o, "hcas");
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_HCAS) {
@@ -284,7 +270,7 @@ static int get_ib(const cJSON *root, struct state_ib *ib, char *err, size_t errl
 		struct state_hca *h = &ib->hcas[i++];
 		int k = 0;
 
-		if (get_fields(it, h, hca_fields, NFIELDS(hca_fields), "ib.hcas[]", err, errlen) < 0)
+		if (state_get_fields(it, h, hca_fields, NFIELDS(hca_fields), "ib.hcas[]", err, errlen) < 0)
 			return -EINVAL;
 		if (!state_valid_bdf(h->bus_id) || !state_valid_path_component(h->name)) {
 			snprintf(err, errlen, "state: ib.hcas[%d]: invalid name or bus_id", i - 1);
@@ -318,7 +304,7 @@ int state_encode(const struct state *s, char **out, size_t *len)
 	if (!root)
 		return -ENOMEM;
 	if (!cJSON_AddNumberToObject(root, "state_version", STATE_VERSION) ||
-	    put_fields(root, s, top_fields, NFIELDS(top_fields)) < 0)
+	    state_put_fields(root, s, top_fields, NFIELDS(top_fields)) < 0)
 		goto out;
 	if (!(arr = cJSON_AddArrayToObject(root, "devices")))
 		goto out;
@@ -326,7 +312,7 @@ int state_encode(const struct state *s, char **out, size_t *len)
 		if (!(o = cJSON_CreateObject()))
 			goto out;
 		cJSON_AddItemToArray(arr, o);
-		if (put_fields(o, &s->devices[i], device_fields, NFIELDS(device_fields)) < 0)
+		if (state_put_fields(o, &s->devices[i], device_fields, NFIELDS(device_fields)) < 0)
 			goto out;
 	}
 	if (!(arr = cJSON_AddArrayToObject(root, "roots")))
@@ -335,19 +321,21 @@ int state_encode(const struct state *s, char **out, size_t *len)
 		if (!(o = cJSON_CreateObject()))
 			goto out;
 		cJSON_AddItemToArray(arr, o);
-		if (put_fields(o, &s->roots[i], root_fields, NFIELDS(root_fields)) < 0)
+		if (state_put_fields(o, &s->roots[i], root_fields, NFIELDS(root_fields)) < 0)
 			goto out;
 	}
 	if (!(o = cJSON_AddObjectToObject(root, "fabric")) ||
-	    put_fields(o, &s->fabric, fabric_fields, NFIELDS(fabric_fields)) < 0)
+	    state_put_fields(o, &s->fabric, fabric_fields, NFIELDS(fabric_fields)) < 0)
 		goto out;
 	if (put_ib(root, &s->ib) < 0)
 		goto out;
 	if (!(o = cJSON_AddObjectToObject(root, "cri")) ||
-	    put_fields(o, &s->cri, cri_fields, NFIELDS(cri_fields)) < 0)
+	    state_put_fields(o, &s->cri, cri_fields, NFIELDS(cri_fields)) < 0)
 		goto out;
 	if (!(o = cJSON_AddObjectToObject(root, "imex")) ||
-	    put_fields(o, &s->imex, imex_fields, NFIELDS(imex_fields)) < 0)
+	    state_put_fields(o, &s->imex, imex_fields, NFIELDS(imex_fields)) < 0)
+		goto out;
+	if (state_pci_encode(root, &s->pci) < 0)
 		goto out;
 	if (s->topology_doc) {
 		if (!cJSON_AddStringToObject(root, "topology_doc", s->topology_doc))
@@ -393,7 +381,7 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 		snprintf(err, errlen, "state: unsupported state_version");
 		goto out;
 	}
-	if (get_fields(root, s, top_fields, NFIELDS(top_fields), "state", err, errlen) < 0)
+	if (state_get_fields(root, s, top_fields, NFIELDS(top_fields), "state", err, errlen) < 0)
 		goto out;
 	arr = cJSON_GetObjectItemCaseSensitive(root, "devices");
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_DEVICES) {
@@ -402,7 +390,7 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 	}
 	i = 0;
 	cJSON_ArrayForEach(it, arr) {
-		if (get_fields(it, &s->devices[i++], device_fields, NFIELDS(device_fields),
+		if (state_get_fields(it, &s->devices[i++], device_fields, NFIELDS(device_fields),
 			       "devices[]", err, errlen) < 0)
 			goto out;
 	}
@@ -414,7 +402,7 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 	}
 	i = 0;
 	cJSON_ArrayForEach(it, arr) {
-		if (get_fields(it, &s->roots[i++], root_fields, NFIELDS(root_fields),
+		if (state_get_fields(it, &s->roots[i++], root_fields, NFIELDS(root_fields),
 			       "roots[]", err, errlen) < 0)
 			goto out;
 	}
@@ -431,15 +419,15 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 			snprintf(err, errlen, "state: roots[%d]: invalid id", i);
 			goto out;
 		}
-	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "fabric"), &s->fabric,
+	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "fabric"), &s->fabric,
 		       fabric_fields, NFIELDS(fabric_fields), "fabric", err, errlen) < 0)
 		goto out;
 	if (get_ib(root, &s->ib, err, errlen) < 0)
 		goto out;
-	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "cri"), &s->cri,
+	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "cri"), &s->cri,
 		       cri_fields, NFIELDS(cri_fields), "cri", err, errlen) < 0)
 		goto out;
-	if (get_fields(cJSON_GetObjectItemCaseSensitive(root, "imex"), &s->imex,
+	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "imex"), &s->imex,
 		       imex_fields, NFIELDS(imex_fields), "imex", err, errlen) < 0)
 		goto out;
 	for (i = 0; i < s->ib.num_hcas; i++)
@@ -447,6 +435,8 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 			snprintf(err, errlen, "state: ib.hcas[%d]: invalid root", i);
 			goto out;
 		}
+	if (state_pci_decode(root, &s->pci, err, errlen) < 0)
+		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(root, "topology_doc");
 	if (cJSON_IsString(v)) {
 		s->topology_doc = strdup(v->valuestring);

@@ -123,6 +123,49 @@ struct state_imex {
 	char checksums[1024];			/* sha256sum-format list, "" = beside it */
 };
 
+/* The PCI plan (profile/compile_pci.c): every function on the simulated
+ * bus (GPUs, HCAs and the root ports above them) with its place in the
+ * tree, its identity, IRQ, BARs and bridge windows.  The compiler computes
+ * it once, so pcibus (R/sys, /proc/bus/pci), gpudriver (the IRQs in
+ * /proc/driver/nvidia) and ib (the HCA's PCI function in R/ib/sys) render
+ * the same addresses.  The config space is derived from these fields. */
+#define STATE_PCI_MAX_FNS (2 * (STATE_MAX_DEVICES + STATE_MAX_HCAS))	/* + a port each */
+#define STATE_PCI_MAX_ROOTS (STATE_MAX_ROOTS + STATE_MAX_DEVICES + STATE_MAX_HCAS)
+#define STATE_PCI_NUM_RESOURCES 17	/* kernel: 6 BARs, ROM, 6 IOV, 4 bridge */
+#define STATE_PCI_MAX_CPUS 8192		/* the kernel's largest NR_CPUS */
+
+enum state_pci_kind { STATE_PCI_GPU, STATE_PCI_HCA, STATE_PCI_PORT, STATE_PCI_KINDS };
+
+struct state_pci_res {
+	uint64_t start, size;		/* size 0 = empty slot */
+	uint32_t flags;			/* kernel IORESOURCE_* | the BAR's type bits */
+};
+
+struct state_pci_fn {
+	char bdf[16];			/* dddd:bb:dd.f */
+	char root_id[16];		/* pcidddd:bb, one of state_pci.roots */
+	char parent_bdf[16];		/* the root port above; "" = on the root bus */
+	int kind;			/* enum state_pci_kind */
+	uint16_t vendor, device, subsys_vendor, subsys_device;
+	uint32_t class_code;		/* 0xBBSSPP */
+	int revision;			/* 0..255 */
+	int irq;
+	int numa_node;			/* -1 = none */
+	struct state_pcie_link link;	/* every field set */
+	int primary_bus, secondary_bus, subordinate_bus;	/* ports */
+	int nres;			/* lines in sysfs "resource" */
+	struct state_pci_res res[STATE_PCI_NUM_RESOURCES];
+	char cpulist[64];		/* local_cpulist, "0-55,112-167" */
+};
+
+struct state_pci {
+	int ncpus;			/* nr_cpu_ids: the width of cpu masks */
+	int num_roots;			/* host bridges */
+	char roots[STATE_PCI_MAX_ROOTS][16];
+	int num_fns;
+	struct state_pci_fn fns[STATE_PCI_MAX_FNS];	/* by domain, bus, devfn */
+};
+
 struct state {
 	uint64_t generation;
 	char node_name[STATE_NAME_MAX];
@@ -142,6 +185,7 @@ struct state {
 	struct state_ib ib;
 	struct state_cri cri;
 	struct state_imex imex;
+	struct state_pci pci;			/* computed by the compiler */
 
 	/* Where kernellog announces Xids (a real path, not under the host
 	 * root): --kernel-log / MOCK_NVML_KMSG, "/dev/kmsg"; "" = off. */
@@ -176,6 +220,24 @@ int state_decode(const char *json, size_t len, struct state *s,
 int state_ib_encode(const char *node_name, const struct state_ib *ib, char **out, size_t *len);
 int state_ib_decode(const char *json, size_t len, char *node_name, struct state_ib *ib,
 		    char *err, size_t errlen);
+
+/* The plan's part of the state document (state_pci.c), called by
+ * state_encode/state_decode: "pci": {"ncpus", "roots", "fns": [...]}.
+ * The decoder checks counts, names, the tree (parents are ports of the
+ * same root, BDFs unique and under their root) and every range. */
+struct cJSON;
+int state_pci_encode(struct cJSON *root, const struct state_pci *p);
+int state_pci_decode(const struct cJSON *root, struct state_pci *p, char *err, size_t errlen);
+
+/* The plan's function at bdf, or NULL. */
+const struct state_pci_fn *state_pci_find(const struct state_pci *p, const char *bdf);
+
+/* Parse a kernel cpulist ("0-55,112-167") into a STATE_PCI_MAX_CPUS-bit
+ * mask (bits may be NULL: check only); *top gets the highest CPU.  0 or
+ * -EINVAL.  state_cpulist_format writes the mask back in canonical form:
+ * 0, or -ENAMETOOLONG when it does not fit. */
+int state_cpulist_parse(const char *s, uint32_t *bits, int *top);
+int state_cpulist_format(const uint32_t *bits, char *buf, size_t len);
 
 /* Validation helpers shared by the compiler and the workers. */
 bool state_valid_bdf(const char *s);		/* dddd:bb:dd.f, lowercase hex */

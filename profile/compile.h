@@ -56,6 +56,14 @@ const char *compile_cri_check_dir(const char *config, const char *config_dir);
  * -EINVAL with "--option: 'value' why" in err. */
 int compile_cri_flags(const struct compile_opts *o, char *err, size_t errlen);
 
+/* The PCI plan (compile_pci.c): s->pci from s's devices, roots and HCAs
+ * (when IB is on).  A device that cannot be placed is passed to report
+ * (the surface: its bus id, "bus_id" or "topology"; a message) and left
+ * out.  0 or the first -errno.  compile_profile runs it last; a caller
+ * that edits a compiled state's devices or HCAs runs it again. */
+typedef void (*compile_pci_report_fn)(void *arg, const char *surface, const char *msg);
+int compile_pci(struct state *s, compile_pci_report_fn report, void *arg);
+
 /* The built-in default profile (8x H100 SXM, 2 NUMA nodes), NUL-terminated. */
 /* Larger profile and topology files are refused. */
 #define PROFILE_MAX_FILE (4u << 20)

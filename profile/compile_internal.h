@@ -80,6 +80,11 @@ int compile_cri(struct cctx *c, const struct compile_opts *o, struct state_cri *
 /* compile_imex.c: the IMEX settings and the kernel log path. */
 int compile_imex(struct cctx *c, const struct compile_opts *o, struct state *s);
 
+/* compile_pci.c: the PCI plan, last (it places everything above); its
+ * first problem is the compile error. */
+int compile_pci_plan(struct cctx *c, const struct ynode *root, const struct dev_build *devs,
+		     int ndevs, struct state *s);
+
 /* compile_topology.c */
 int compile_topology(struct cctx *c, const struct ynode *root,
 		     struct dev_build *devs, int ndevs, struct state *s);

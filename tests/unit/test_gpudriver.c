@@ -13,8 +13,8 @@
 #include <sys/syscall.h>
 
 #include "workers/gpudriver/gpudriver.h"
+#include "profile/compile.h"
 #include "workers/manifest.h"
-#include "workers/pcibus/pcibus.h"
 
 #define R "/var/lib/nvml-mock"
 #define DRV R "/driver"
@@ -103,6 +103,8 @@ static void setup(void)
 	st.profile_doc = strdup(profile_yaml);
 	st.profile_len = strlen(profile_yaml);
 	profile_json();
+	/* The PCI plan, as compile_profile leaves it in every state. */
+	cr_assert_eq(compile_pci(&st, NULL, NULL), 0);
 	/* A stand-in library where the worker finds our build outputs. */
 	snprintf(libdir, sizeof(libdir), "%s/libs", tmp);
 	mkdir(libdir, 0755);
@@ -298,21 +300,15 @@ Test(gpudriver, version_and_params)
 		    "DeviceFileMinor: 512\nDeviceFileMode: 256\nDeviceFileModify: 1\n");
 }
 
-/* The IRQ pcibus gives a function, so lspci -v and the driver agree. */
+/* The IRQ the state's PCI plan gives a function, the one pcibus renders,
+ * so lspci -v and the driver agree. */
 static int pcibus_irq(const char *bdf)
 {
-	struct pcibus_plan *p = calloc(1, sizeof(*p));
-	struct sim_errors scratch = { 0 };
-	int irq = -1;
+	const struct state_pci_fn *f = state_pci_find(&st.pci, bdf);
 
-	cr_assert_not_null(p);
-	cr_assert_eq(pcibus_plan_build(&st, p, &scratch), 0);
-	for (int f = 0; f < p->nfns; f++)
-		if (strcmp(p->fns[f].bdf, bdf) == 0)
-			irq = p->fns[f].irq;
-	free(p);
-	cr_assert_gt(irq, 0, "pcibus places %s", bdf);
-	return irq;
+	cr_assert_not_null(f, "the plan places %s", bdf);
+	cr_assert_gt(f->irq, 0, "pcibus places %s", bdf);
+	return f->irq;
 }
 
 Test(gpudriver, gpu_information)

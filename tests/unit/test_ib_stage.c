@@ -19,6 +19,7 @@
 #include "profile/compile.h"
 #include "workers/ib/ib.h"
 #include "workers/manifest.h"
+#include "workers/pcibus/pcibus.h"
 
 #define R "/var/lib/nvml-mock"
 #define SYS R "/ib/sys"
@@ -86,6 +87,11 @@ static void teardown(void)
 }
 
 TestSuite(ib_stage, .init = setup, .fini = teardown);
+
+static void to_errs(void *arg, const char *surface, const char *msg)
+{
+	sim_error(arg, surface, "%s", msg);
+}
 
 /* One pass as the worker framework runs it: a fresh manifest, what the
  * previous pass owned and this one did not re-create removed. */
@@ -537,11 +543,22 @@ Test(ib_stage, bad_hca_name_is_refused)
 
 Test(ib_stage, unplaceable_hca_is_reported)
 {
+	struct sim_errors *plan_errs = calloc(1, sizeof(*plan_errs));
+
+	/* The compiler refuses it (that is where the reason is told); a
+	 * state planned without it still stages the other HCAs. */
+	cr_assert_not_null(plan_errs);
 	st.ib.hcas[3].root = 99;
+	cr_expect_eq(compile_pci(&st, to_errs, plan_errs), -EINVAL);
+	cr_assert_geq(plan_errs->n, 1);
+	cr_expect_str_eq(plan_errs->e[0].surface, st.ib.hcas[3].bus_id);
+	cr_expect_not_null(strstr(plan_errs->e[0].message, "root 99: no such root complex"), "%s",
+			   plan_errs->e[0].message);
+	free(plan_errs);
 	cr_expect_eq(stage_pass(), -EINVAL);
 	cr_assert_geq(errs.n, 1);
 	cr_expect_str_eq(errs.e[0].surface, "mlx5_3");
-	cr_expect_not_null(strstr(errs.e[0].message, "root 99: no such root complex"), "%s",
+	cr_expect_not_null(strstr(errs.e[0].message, "has no place in the PCI tree"), "%s",
 			   errs.e[0].message);
 	expect_file(IBDEV0 "/node_type", "1: CA\n");
 }
@@ -594,6 +611,7 @@ Test(ib_stage, converges_8_to_4_to_disabled)
 	cr_assert(exists(SYS "/class/infiniband/mlx5_7"));
 	cr_assert(manifest_has(&prev, R "/ib/dev/infiniband/umad7"));
 	st.ib.num_hcas = 4;
+	cr_assert_eq(compile_pci(&st, NULL, NULL), 0);
 	stage_ok();
 	cr_expect(exists(SYS "/class/infiniband/mlx5_3"));
 	cr_expect(!exists(SYS "/class/infiniband/mlx5_4"));

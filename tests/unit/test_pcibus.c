@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "profile/compile.h"
 #include "workers/manifest.h"
 #include "workers/pcibus/pcibus.h"
 
@@ -85,9 +86,24 @@ static void teardown(void)
 	nftw(tmp, rm, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+static void to_errs(void *arg, const char *surface, const char *msg)
+{
+	sim_error(arg, surface, "%s", msg);
+}
+
+/* What the compiler does for a profile (plan st.pci), then pcibus's Stage:
+ * the first error of the two, every problem in errs. */
+static int stage_planned(void)
+{
+	int plan = compile_pci(&st, to_errs, &errs);
+	int r = pcibus_simulator.stage(&ctx, &st, &errs);
+
+	return plan < 0 ? plan : r;
+}
+
 static void stage_ok(void)
 {
-	int r = pcibus_simulator.stage(&ctx, &st, &errs);
+	int r = stage_planned();
 
 	cr_assert_eq(r, 0, "stage: %d: %s: %s", r, errs.n ? errs.e[0].surface : "",
 		     errs.n ? errs.e[0].message : "");
@@ -270,7 +286,7 @@ Test(pcibus, bad_bus_id_is_refused_and_others_render)
 	int r;
 
 	snprintf(st.devices[1].bus_id, sizeof(st.devices[1].bus_id), "../../etc");
-	r = pcibus_simulator.stage(&ctx, &st, &errs);
+	r = stage_planned();
 	cr_expect_eq(r, -EINVAL);
 	cr_assert_geq(errs.n, 1);
 	cr_expect_str_eq(errs.e[0].surface, "bus_id");
@@ -283,7 +299,7 @@ Test(pcibus, root_mock_root_is_refused)
 	char path[4096];
 
 	snprintf(st.mock_root, sizeof(st.mock_root), "/");
-	cr_expect_eq(pcibus_simulator.stage(&ctx, &st, &errs), -EINVAL);
+	cr_expect_eq(stage_planned(), -EINVAL);
 	cr_assert_geq(errs.n, 1);
 	cr_expect_str_eq(errs.e[0].surface, "mock_root");
 	snprintf(path, sizeof(path), "%s/sys", tmp);
@@ -293,7 +309,7 @@ Test(pcibus, root_mock_root_is_refused)
 Test(pcibus, duplicate_bus_id_is_refused)
 {
 	snprintf(st.devices[3].bus_id, sizeof(st.devices[3].bus_id), "0000:9a:00.0");
-	cr_expect_eq(pcibus_simulator.stage(&ctx, &st, &errs), -EEXIST);
+	cr_expect_eq(stage_planned(), -EEXIST);
 	cr_assert_geq(errs.n, 1);
 	cr_expect_str_eq(errs.e[0].surface, "0000:9a:00.0");
 }
@@ -304,7 +320,7 @@ Test(pcibus, bad_link_reports_config_surface)
 
 	st.devices[0].pcie.max_width = 3;
 	st.devices[0].pcie.cur_width = 3;
-	cr_expect_eq(pcibus_simulator.stage(&ctx, &st, &errs), -EINVAL);
+	cr_expect_eq(stage_planned(), -EINVAL);
 	for (int i = 0; i < errs.n; i++)
 		found |= strstr(errs.e[i].message, "pcibus: 0000:1a:00.0/config: ") != NULL;
 	cr_expect(found, "no error names 0000:1a:00.0/config");
@@ -557,4 +573,31 @@ Test(pcibus, lspci_names_the_hcas)
 	cr_expect_not_null(strstr(out, "Prefetchable memory behind bridge:"), "%s", out);
 	out = lspci("-t");
 	cr_expect_not_null(strstr(out, "03.0-[1b]----00.0"), "%s", out);
+}
+
+/* More HCAs than free buses: the compiler refuses the profile, naming the
+ * file, line and the infiniband block. */
+Test(pcibus, too_many_hcas_is_a_compile_error)
+{
+	struct state *s = calloc(1, sizeof(*s));
+	char *yaml = NULL, err[512];
+	size_t len = 0;
+	FILE *f = open_memstream(&yaml, &len);
+
+	cr_assert(s && f);
+	fputs("version: \"1.0\"\nsystem:\n  driver_version: \"550.163.01\"\n"
+	      "device_defaults:\n  name: \"NVIDIA H100 80GB HBM3\"\ndevices:\n", f);
+	for (int i = 0; i < STATE_MAX_DEVICES; i++)
+		fprintf(f, "  - index: %d\n    pci:\n      bus_id: \"0000:%02x:00.0\"\n", i, 2 * i + 1);
+	fputs("infiniband:\n  enabled: true\n  hcas_per_gpu: 4\n", f);
+	fclose(f);
+	state_init(s);
+	cr_expect_eq(compile_profile("many.yaml", yaml, len, NULL, NULL, 0, NULL, s, err,
+				     sizeof(err)), -EINVAL);
+	cr_expect_not_null(strstr(err, "no free PCI bus left for HCA"), "%s", err);
+	cr_expect_eq(strncmp(err, "many.yaml:", 10), 0, "%s", err);
+	cr_expect(err[10] >= '1' && err[10] <= '9', "a line number: %s", err);
+	free(yaml);
+	state_free(s);
+	free(s);
 }

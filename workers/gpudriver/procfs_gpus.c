@@ -1,14 +1,13 @@
 /* Per-GPU /proc/driver/nvidia/gpus/<bdf>/{information,registry,power}, in
  * the module's exact layout (labels, then TABs, as nv-procfs prints them).
- * The IRQ is the one pcibus gives the same function, so the PCI view and
- * the driver's agree. */
+ * The IRQ is the PCI plan's for the same function (state.pci), so the PCI
+ * view pcibus renders and the driver's agree. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "workers/gpudriver/gpudriver.h"
-#include "workers/pcibus/pcibus.h"
 
 /* DMA addressing by architecture: Hopper and later address 52 bits. */
 static const struct {
@@ -28,22 +27,13 @@ static int dma_bits(const char *arch)
 	return GD_DEFAULT_DMA_BITS;
 }
 
-/* IRQs as pcibus numbers them; 0 where pcibus cannot place the device. */
-static void irqs_from_pcibus(const struct state *s, int *irq)
+/* The IRQ the state's PCI plan gives the GPU (pcibus shows the same);
+ * 0 when the plan has no such function. */
+static int plan_irq(const struct state *s, const char *bdf)
 {
-	struct pcibus_plan *p = calloc(1, sizeof(*p));
-	struct sim_errors *scratch = calloc(1, sizeof(*scratch));
+	const struct state_pci_fn *f = state_pci_find(&s->pci, bdf);
 
-	memset(irq, 0, sizeof(int) * (size_t)s->num_devices);
-	if (p && scratch) {
-		pcibus_plan_build(s, p, scratch);	/* its errors are pcibus's to report */
-		for (int i = 0; i < s->num_devices; i++)
-			for (int f = 0; f < p->nfns; f++)
-				if (strcmp(p->fns[f].bdf, s->devices[i].bus_id) == 0)
-					irq[i] = p->fns[f].irq;
-	}
-	free(scratch);
-	free(p);
+	return f ? f->irq : 0;
 }
 
 static int write_gpu_file(struct sim_ctx *ctx, const struct state *s, const char *bdf,
@@ -114,7 +104,7 @@ static void render_power(const struct state_device *d, struct gd_profile *p, cha
 int gd_stage_gpus(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,
 		  struct sim_errors *errs)
 {
-	int irq[STATE_MAX_DEVICES], first = 0;
+	int first = 0;
 	struct gd_profile *p = gd_profile_open(s);
 	char text[2048];
 
@@ -123,7 +113,6 @@ int gd_stage_gpus(struct sim_ctx *ctx, const struct state *s, const struct gd_co
 		sim_error(errs, "gpus", "out of memory reading the profile");
 		return -ENOMEM;
 	}
-	irqs_from_pcibus(s, irq);
 	for (int i = 0; i < s->num_devices; i++) {
 		const struct state_device *d = &s->devices[i];
 		if (!state_valid_bdf(d->bus_id)) {
@@ -132,7 +121,7 @@ int gd_stage_gpus(struct sim_ctx *ctx, const struct state *s, const struct gd_co
 			gd_first(&first, -EINVAL);
 			continue;
 		}
-		render_information(d, irq[i], p, text, sizeof(text));
+		render_information(d, plan_irq(s, d->bus_id), p, text, sizeof(text));
 		gd_first(&first, write_gpu_file(ctx, s, d->bus_id, "information", text, errs));
 		gd_first(&first, write_gpu_file(ctx, s, d->bus_id, "registry", "Binary: \"\"\n", errs));
 		render_power(d, p, text, sizeof(text));

@@ -14,8 +14,9 @@
  *   simulator.c    Stage as a table of surfaces, mock-ib.json, the daemon
  *                  spec, readiness
  *
- * The PCI parent chain comes from pcibus's planner, so the HCA sits at the
- * same path in R/sys (pcibus) and R/ib/sys (here).  Everything is recorded
+ * The PCI parent chain comes from the state's PCI plan (and the function
+ * directory from libmokka-pcifn), so the HCA sits at the same path in R/sys
+ * (pcibus) and R/ib/sys (here).  Everything is recorded
  * in the manifest: a shrinking HCA count or ib disabled converges.
  *
  * Standalone (tests): with R = /var/lib/nvml-mock,
@@ -34,7 +35,7 @@
 #include <stddef.h>
 
 #include "ipc/state.h"
-#include "workers/pcibus/pcibus.h"
+#include "workers/pcibus/pci_fn.h"
 #include "workers/simulator.h"
 
 /* Host paths relative to R. */

@@ -181,15 +181,6 @@ static void render_classes(struct ib_out *o, const char *sys)
 	}
 }
 
-/* pcibus's reason for not placing bdf (its errors name the BDF). */
-static const char *plan_reason(const struct sim_errors *scratch, const char *bdf)
-{
-	for (int i = 0; i < scratch->n; i++)
-		if (strstr(scratch->e[i].message, bdf) || strcmp(scratch->e[i].surface, bdf) == 0)
-			return scratch->e[i].message;
-	return "not planned";
-}
-
 /* A name that becomes a path component must be one. */
 static bool valid_hca(const struct state_hca *h)
 {
@@ -201,7 +192,7 @@ int ib_stage_sysfs(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 {
 	struct ib_out o = { &ctx->host, errs, 0 };
 	struct pcibus_plan *plan;
-	struct sim_errors scratch = { 0 };
+	struct sim_errors *scratch;
 	char sys[512];
 	int r;
 
@@ -209,11 +200,17 @@ int ib_stage_sysfs(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 		return 0;
 	if ((r = ib_path(s, sys, sizeof(sys), IB_SYS)) < 0)
 		return ib_fail(&o, "sysfs", r, "%s%s", s->mock_root, IB_SYS);
-	if (!(plan = calloc(1, sizeof(*plan))))
+	plan = calloc(1, sizeof(*plan));
+	scratch = calloc(1, sizeof(*scratch));
+	if (!plan || !scratch) {
+		free(plan);
+		free(scratch);
 		return ib_fail(&o, "sysfs", -ENOMEM, "PCI plan");
-	/* The same planner pcibus renders R/sys from: same parent chain.
-	 * Its errors are pcibus's to report; a missing HCA is ours. */
-	pcibus_plan_build(s, plan, &scratch);
+	}
+	/* The state's PCI plan, the one pcibus renders R/sys from: same
+	 * parent chain.  Its errors are pcibus's to report; a missing HCA
+	 * is ours. */
+	pcibus_plan_load(s, plan, scratch);
 	render_classes(&o, sys);
 	for (int i = 0; i < s->ib.num_hcas && i < STATE_MAX_HCAS; i++) {
 		struct hca_ctx c = { .o = &o, .s = s, .h = &s->ib.hcas[i] };
@@ -223,10 +220,9 @@ int ib_stage_sysfs(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 				"refusing a path from an invalid name", i, c.h->name, c.h->bus_id);
 			continue;
 		}
-		if (!(c.f = pcibus_plan_find(plan, c.h->bus_id)) || !c.f->devpath[0]) {
+		if (!(c.f = pcibus_plan_find(plan, c.h->bus_id)) || !c.f->hca) {
 			ib_fail(&o, c.h->name, -EINVAL, "%s: PCI function %s has no place in the "
-				"PCI tree (%s)", c.h->name, c.h->bus_id,
-				plan_reason(&scratch, c.h->bus_id));
+				"PCI tree (not in the state's PCI plan)", c.h->name, c.h->bus_id);
 			continue;
 		}
 		snprintf(c.sys, sizeof(c.sys), "%s", sys);
@@ -240,6 +236,7 @@ int ib_stage_sysfs(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 			o.first = r;
 		render_hca(&c);
 	}
+	free(scratch);
 	free(plan);
 	return o.first;
 }
