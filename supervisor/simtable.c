@@ -8,23 +8,21 @@
 
 #include "supervisor/simtable.h"
 
-/* File work as root: manifests, mock trees, ownership of staged files. */
-static const int caps_files[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-				  CAP_FOWNER, CAP_FSETID, CAP_KILL, -1 };
+/* File work as root.  Workers create and own what they stage (uid 0), so
+ * the owner's rights do most of it; DAC_OVERRIDE rewrites read-only files
+ * (0444 procfs/sysfs stand-ins) and writes host directories of other
+ * modes, FOWNER chmods/utimes host files not created by us.  Nobody
+ * chowns, signals another uid or keeps setgid bits: no CHOWN, KILL,
+ * FSETID; DAC_READ_SEARCH adds nothing to DAC_OVERRIDE. */
+#define FILES CAP_DAC_OVERRIDE, CAP_FOWNER
+static const int caps_files[] = { FILES, -1 };
 /* gpudriver makes device nodes and bind-mounts /run/nvidia/driver. */
-static const int caps_gpudriver[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-				      CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD,
-				      CAP_SYS_ADMIN, -1 };
+static const int caps_gpudriver[] = { FILES, CAP_MKNOD, CAP_SYS_ADMIN, -1 };
 /* cri restarts containerd through the host's systemctl, chrooted into the
  * host root. */
-static const int caps_cri[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-				CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SYS_CHROOT, -1 };
-/* ib makes the /dev/infiniband nodes. */
-static const int caps_ib[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-			       CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD, -1 };
-/* imex makes the channel devices. */
-static const int caps_imex[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-				 CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_MKNOD, -1 };
+static const int caps_cri[] = { FILES, CAP_SYS_CHROOT, -1 };
+/* ib makes the /dev/infiniband nodes, imex the channel devices. */
+static const int caps_mknod[] = { FILES, CAP_MKNOD, -1 };
 
 /* Daemons read their config and write markers and sockets in the mock
  * state tree and /dev/kmsg, all root-owned: uid 0 alone suffices. */
@@ -54,10 +52,10 @@ const struct sim_def sim_table[] = {
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files,
 	  daemons_fm },
 	{ "gpudriver", "mokka-worker-gpudriver", ROLE_SIM | ROLE_APPLY, caps_gpudriver, NULL },
-	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON, caps_ib, daemons_ib },
+	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON, caps_mknod, daemons_ib },
 	{ "kernellog", "mokka-worker-kernellog", ROLE_SIM | ROLE_DAEMON | ROLE_RELOAD_OVERRIDES,
 	  caps_files, daemons_kl },
-	{ "imex", "mokka-worker-imex", ROLE_SIM, caps_imex, NULL },
+	{ "imex", "mokka-worker-imex", ROLE_SIM, caps_mknod, NULL },
 	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST, caps_cri, NULL },
 };
 const size_t sim_table_len = sizeof(sim_table) / sizeof(sim_table[0]);

@@ -8,7 +8,7 @@
 [ "$(id -u)" = 0 ] || { note "needs root"; exit 77; }
 
 # CAP_* numbers (linux/capability.h) of the rows.
-files=$(( (1<<0)|(1<<1)|(1<<2)|(1<<3)|(1<<4)|(1<<5) ))	# CHOWN..KILL
+files=$(( (1<<1)|(1<<3) ))	# DAC_OVERRIDE, FOWNER
 declare -A want=(
 	[mokka-worker-pcibus]=$files [mokka-worker-nvlink]=$files
 	[mokka-worker-fabricmanager]=$files [mokka-worker-kernellog]=$files
