@@ -43,7 +43,10 @@ for how in binary path env args; do
 	check "$how: pcibus worker still up" [ -n "$(worker_pid pcibus)" ]
 	check "$how: nvlink worker still up" [ -n "$(worker_pid nvlink)" ]
 	http /readyz > /dev/null
+	sed 's/^/# readyz: /' "$T/body"
 	check "$how: /readyz names fabricmanager" grep -q "fabricmanager" "$T/body"
+	check "$how: fabricmanager is failed, not restarted to forge again" \
+		[ "$(grep -c 'worker fabricmanager started' "$T/sup.log")" -eq 1 ]
 	check "$how: /readyz does not blame pcibus" sh -c "! grep -q '^pcibus' '$T/body'"
 	check "$how: /healthz answers (the node serves)" [ -n "$(http /healthz)" ]
 	stop_supervisor
