@@ -30,7 +30,6 @@ static void restart_fire(struct loop *l, void *arg)
 {
 	struct daemon_proc *d = arg;
 
-	(void)l;
 	if (d->wanted && !d->pid && !d->sup->shutting_down)
 		daemon_start(d->sup, d);
 }
@@ -71,7 +70,6 @@ static void kill_fire(struct loop *l, void *arg)
 {
 	struct daemon_proc *d = arg;
 
-	(void)l;
 	if (d->pid) {
 		log_warn("daemon %s (pid %d) ignored SIGTERM; sending SIGKILL", d->name, (int)d->pid);
 		daemon_signal(d, SIGKILL);

@@ -179,13 +179,11 @@ static enum worker_state spawn(struct worker_proc *w)
 
 static enum worker_state act_start(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	return spawn(w);
 }
 
 static enum worker_state act_restart(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	if (w->sup->shutting_down)
 		return WORKER_DOWN;
 	w->came_back = true;
@@ -247,7 +245,6 @@ static enum worker_state act_send(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_abort(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	if (!w->op.pending)
 		w->sup->wio->send(w, IPC_OP_ABORT, w->op.gen, w->busy_seq, -1);
 	return w->state;
@@ -255,7 +252,6 @@ static enum worker_state act_abort(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_poll(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	/* STATUS does not make a worker busy: it only pushes ready. */
 	w->sup->wio->send(w, IPC_OP_STATUS, w->sup->pass_gen, 0, -1);
 	return w->state;
@@ -263,7 +259,6 @@ static enum worker_state act_poll(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_hello(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	loop_timer_stop(w->sup->loop, &w->deadline);
 	set_reason(w, "not staged yet");
 	log_debug("worker %s: hello", w->def->name);
@@ -294,7 +289,6 @@ static enum worker_state act_deadline(struct worker_proc *w, struct event *e)
 {
 	char why[128];
 
-	(void)e;
 	snprintf(why, sizeof(why), "%s timed out",
 		 w->state == WORKER_STARTING ? "hello" : ipc_op_name(w->op.op));
 	return kill_worker(w, why);
@@ -314,7 +308,6 @@ static enum worker_state act_violation(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_eof(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	/* The worker is going; its exit does the rest. */
 	detach(w);
 	return w->state == WORKER_STOPPING ? WORKER_STOPPING : WORKER_EXITING;
@@ -357,7 +350,6 @@ static enum worker_state act_exit(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_shutdown(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	/* No deadline of its own: the teardown's budget covers it. */
 	loop_timer_stop(w->sup->loop, &w->deadline);
 	w->sup->wio->send(w, IPC_OP_SHUTDOWN, w->sup->pass_gen, 0, -1);
@@ -366,14 +358,12 @@ static enum worker_state act_shutdown(struct worker_proc *w, struct event *e)
 
 static enum worker_state act_cancel_restart(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	loop_timer_stop(w->sup->loop, &w->restart);
 	return WORKER_DOWN;
 }
 
 static enum worker_state act_reset(struct worker_proc *w, struct event *e)
 {
-	(void)e;
 	w->st->failed = false;
 	w->condemned = false;
 	backoff_reset(&w->bo);
@@ -435,13 +425,11 @@ static void dispatch(struct worker_proc *w, struct event *e)
 
 static void deadline_fire(struct loop *l, void *arg)
 {
-	(void)l;
 	dispatch(arg, &(struct event){ .type = EV_DEADLINE });
 }
 
 static void restart_fire(struct loop *l, void *arg)
 {
-	(void)l;
 	dispatch(arg, &(struct event){ .type = EV_RESTART });
 }
 

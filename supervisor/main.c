@@ -133,8 +133,6 @@ static void on_signal(struct loop *l, int fd, uint32_t ev, void *arg)
 	struct supervisor *s = arg;
 	struct signalfd_siginfo si;
 
-	(void)l;
-	(void)ev;
 	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGCHLD:

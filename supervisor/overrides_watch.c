@@ -24,8 +24,6 @@ static void on_change(void *arg, const char *profile, size_t plen, const char *d
 	struct supervisor *s = arg;
 	struct worker_proc *w;
 
-	(void)profile;
-	(void)plen;
 	/* The first call is the document as found at start: nothing changed. */
 	if (!s->overrides_seen) {
 		s->overrides_seen = true;
@@ -48,7 +46,6 @@ static void on_change(void *arg, const char *profile, size_t plen, const char *d
 
 static void on_error(void *arg, const char *msg)
 {
-	(void)arg;
 	log_debug("runtime overrides: %s", msg);
 }
 

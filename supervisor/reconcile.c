@@ -97,7 +97,6 @@ static bool workers_settling(const struct supervisor *s)
  * without waiting for the next state change. */
 static void retry_fire(struct loop *l, void *arg)
 {
-	(void)l;
 	reconcile_request(arg);
 }
 

@@ -189,8 +189,6 @@ static void worker_readable(struct loop *l, int fd, uint32_t ev, void *arg)
 	struct worker_proc *w = arg;
 	char err[512];
 
-	(void)l;
-	(void)fd;
 	if (ev & EPOLLOUT)
 		flush_sendq(w);
 	while (w->sock >= 0) {

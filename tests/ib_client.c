@@ -697,8 +697,6 @@ static int cmd_netlink(int argc, char **argv)
 			      .nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET),
 			      .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 7 };
 
-	(void)argc;
-	(void)argv;
 	send(fd, &h, sizeof(h), MSG_NOSIGNAL);
 	for (;;) {
 		size_t len = recv_frame(fd, buf, sizeof(buf), 2000);

@@ -488,7 +488,6 @@ static int seen;
 
 static int count_cb(struct nl_msg *msg, void *arg)
 {
-	(void)arg;
 	if (nlmsg_hdr(msg)->nlmsg_type == 0x1401)
 		seen++;
 	return NL_OK;

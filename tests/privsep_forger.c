@@ -70,7 +70,6 @@ int main(int argc, char **argv)
 	struct ipc_frame f;
 	char err[256];
 
-	(void)argc;
 	base = base ? base + 1 : argv[0];
 	if (strncmp(base, "mokka-worker-", 13) == 0)
 		base += 13;

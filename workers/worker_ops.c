@@ -41,7 +41,6 @@ bool sim_aborted(struct sim_ctx *ctx)
 {
 	struct worker *w = the_worker;
 
-	(void)ctx;
 	if (!w || w->sock < 0)
 		return false;
 	return worker_busy_poll(w);

@@ -52,7 +52,6 @@ static void probe_port(int fd, struct ibfd *s, void *arg)
 {
 	struct port_probe *p = arg;
 
-	(void)fd;
 	if (s->kind == MOCKIB_KIND_NETLINK && s->nl_pid == p->pid)
 		p->taken = true;
 }

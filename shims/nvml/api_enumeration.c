@@ -150,8 +150,6 @@ NVML_API(nvmlGetExcludedDeviceInfoByIndex, unsigned index, void *info)
 {
 	nvmlReturn_t rc = nvml_ready();
 
-	(void)index;
-	(void)info;
 	return rc ? rc : NVML_ERROR_INVALID_ARGUMENT;	/* there are none */
 }
 

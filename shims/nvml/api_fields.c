@@ -45,7 +45,6 @@ static nvmlReturn_t f_key(struct mdev *d, const struct field *f, unsigned scope,
 {
 	uint64_t x;
 
-	(void)scope;
 	if (!mdev_u64(d, f->key, &x))
 		return NVML_ERROR_NOT_SUPPORTED;
 	return f->arg ? put_u64(v, x) : put_u32(v, (unsigned)x);
@@ -71,7 +70,6 @@ static nvmlReturn_t f_temp(struct mdev *d, const struct field *f, unsigned scope
 {
 	uint64_t x;
 
-	(void)scope;
 	if (!mdev_u64(d, f->key, &x) || x == 0)
 		return NVML_ERROR_NOT_SUPPORTED;
 	return put_u32(v, (unsigned)x);
@@ -82,7 +80,6 @@ static nvmlReturn_t f_feature(struct mdev *d, const struct field *f, unsigned sc
 {
 	unsigned on;
 
-	(void)scope;
 	if (nvml_key_feature(d, f->key, &on))
 		return NVML_ERROR_NOT_SUPPORTED;
 	return put_u32(v, on);
@@ -103,7 +100,6 @@ static nvmlReturn_t f_ecc_total(struct mdev *d, const struct field *f, unsigned 
 	unsigned long long n;
 	nvmlReturn_t rc;
 
-	(void)scope;
 	rc = nvmlDeviceGetTotalEccErrors(d, (unsigned)f->arg >> 1, (unsigned)f->arg & 1, &n);
 	return rc ? rc : put_u64(v, n);
 }
@@ -122,7 +118,6 @@ static nvmlReturn_t f_ecc_location(struct mdev *d, const struct field *f, unsign
 	unsigned long long n;
 	nvmlReturn_t rc;
 
-	(void)scope;
 	if (j == 10)
 		rc = nvmlDeviceGetMemoryErrorCounter(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
 						     ecc_scope, NVML_MEMORY_LOCATION_CBU, &n);
@@ -137,7 +132,6 @@ static nvmlReturn_t f_retired(struct mdev *d, const struct field *f, unsigned sc
 	unsigned n = 0;
 	nvmlReturn_t rc;
 
-	(void)scope;
 	rc = nvmlDeviceGetRetiredPages(d, (unsigned)f->arg, &n, NULL);
 	return rc ? rc : put_u32(v, n);
 }
@@ -160,7 +154,6 @@ static nvmlReturn_t f_remapped(struct mdev *d, const struct field *f, unsigned s
 	unsigned r[4];
 	nvmlReturn_t rc;
 
-	(void)scope;
 	rc = nvmlDeviceGetRemappedRows(d, &r[0], &r[1], &r[2], &r[3]);
 	return rc ? rc : put_u32(v, r[f->arg]);
 }
@@ -175,7 +168,6 @@ static nvmlReturn_t f_tlimit(struct mdev *d, const struct field *f, unsigned sco
 	int m;
 	nvmlReturn_t rc;
 
-	(void)scope;
 	if (!nvml_reports_tlimit(d))
 		return NVML_ERROR_NOT_SUPPORTED;
 	if (f->arg == 2 && (!mdev_u64(d, "thermal.temperature_memory_c", &mem) || !mem))
@@ -192,7 +184,6 @@ static nvmlReturn_t f_counter_ns(struct mdev *d, const struct field *f, unsigned
 {
 	uint64_t us = 0;
 
-	(void)scope;
 	mdev_u64(d, f->key, &us);
 	return put_u64(v, us * 1000ULL);
 }

@@ -160,7 +160,6 @@ NVML_API(nvmlDeviceGetMigDeviceHandleByIndex, nvmlDevice_t device, unsigned inde
 	struct mdev *d;
 	nvmlReturn_t rc = mig_device(device, &d);
 
-	(void)index;
 	if (rc)
 		return rc;
 	return mig ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INVALID_ARGUMENT;
@@ -186,7 +185,6 @@ NVML_API(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, nvmlDevice_t mig,
 	struct mdev *d;
 	nvmlReturn_t rc = nvml_dev(mig, &d);
 
-	(void)device;
 	return rc ? rc : NVML_ERROR_INVALID_ARGUMENT;
 }
 

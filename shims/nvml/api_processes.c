@@ -47,14 +47,12 @@ nvmlReturn_t nvml_process_list(struct mdev *d, char type, unsigned *count,
 
 static void fill_v1(void *entry, unsigned pid, unsigned long long bytes, const char *name)
 {
-	(void)name;
 	*(nvmlProcessInfo_v1_t *)entry = (nvmlProcessInfo_v1_t){ pid, bytes };
 }
 
 /* Not a MIG device: no GPU or compute instance. */
 static void fill_v2(void *entry, unsigned pid, unsigned long long bytes, const char *name)
 {
-	(void)name;
 	*(nvmlProcessInfo_t *)entry = (nvmlProcessInfo_t){ pid, bytes, 0xffffffffu, 0xffffffffu };
 }
 

@@ -122,20 +122,17 @@ static nvmlReturn_t empty_list(nvmlDevice_t device, unsigned *count)
 
 NVML_API(nvmlDeviceGetEncoderSessions, nvmlDevice_t device, unsigned *count, void *info)
 {
-	(void)info;
 	return empty_list(device, count);
 }
 
 NVML_API(nvmlDeviceGetFBCSessions, nvmlDevice_t device, unsigned *count, void *info)
 {
-	(void)info;
 	return empty_list(device, count);
 }
 
 NVML_API(nvmlDeviceGetAccountingPids, nvmlDevice_t device, unsigned *count,
 	 unsigned *pids)
 {
-	(void)pids;
 	return empty_list(device, count);
 }
 
@@ -180,7 +177,6 @@ NVML_API(nvmlDeviceGetAccountingStats, nvmlDevice_t device, unsigned pid, void *
 	struct mdev *d;
 	nvmlReturn_t rc = nvml_dev(device, &d);
 
-	(void)pid;
 	if (rc)
 		return rc;
 	return stats_out ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INVALID_ARGUMENT;
@@ -204,7 +200,6 @@ NVML_API(nvmlDeviceGetSamples, nvmlDevice_t device, unsigned type,
 	unsigned v;
 	nvmlReturn_t rc = nvml_dev(device, &d);
 
-	(void)last_seen;
 	if (rc)
 		return rc;
 	if (type >= sizeof(keys) / sizeof(keys[0]) || !value_type || !count)
@@ -237,7 +232,6 @@ NVML_API(nvmlDeviceGetProcessUtilization, nvmlDevice_t device,
 	size_t n;
 	nvmlReturn_t rc = nvml_dev(device, &d);
 
-	(void)last_seen;
 	if (rc)
 		return rc;
 	if (!count)

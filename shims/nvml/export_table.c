@@ -71,7 +71,6 @@ static nvmlReturn_t slot_topology(arg_t a0, arg_t a1, arg_t a2, arg_t a3)
 	struct mdev *a, *b;
 	unsigned *code = (unsigned *)a2;
 
-	(void)a3;
 	if (!engine_initialized() || !a0 || !a1 || !code)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	a = engine_device_by_bus_id((const char *)a0);
@@ -101,7 +100,6 @@ static nvmlReturn_t device_u32_slot(arg_t a0, arg_t a1, nvmlReturn_t (*get)(stru
  * ("Not supported on the device(s)") unless it writes non-zero. */
 static nvmlReturn_t sampling_supported(struct mdev *d, unsigned *out)
 {
-	(void)d;
 	*out = 1;
 	return NVML_SUCCESS;
 }

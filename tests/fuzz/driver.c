@@ -73,7 +73,6 @@ int main(int argc, char **argv)
 	int nseeds = 0;
 	char dir[4096];
 
-	(void)argc;
 	if (strncmp(name, "lt-", 3) == 0)
 		name += 3;
 	snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%s", src ? src : ".", name);

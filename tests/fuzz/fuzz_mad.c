@@ -70,7 +70,6 @@ static void check(const struct ib_fabric *f, int rc, struct mad_result *r)
 	default:
 		abort();
 	}
-	(void)sum;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -29,7 +29,6 @@ static int peer = -1;
 
 static void nl_sink(void *arg, const void *buf, size_t len)
 {
-	(void)arg;
 	if (!buf || len < 16)
 		abort();
 }

@@ -56,7 +56,6 @@ Test(kernellog, catalog)
 
 static void warn_count(const char *msg)
 {
-	(void)msg;
 }
 
 Test(kernellog, device_map_rejects_injection)

@@ -42,7 +42,6 @@ static struct loop_timer tm[8];
 
 static void record(struct loop *lp, void *arg)
 {
-	(void)lp;
 	cr_assert_lt(norder, 16);
 	order[norder++] = (int)(intptr_t)arg;
 }
@@ -226,7 +225,6 @@ static void owner_fire(struct loop *lp, void *arg)
 {
 	struct owner *o = arg;
 
-	(void)lp;
 	(*o->freed)++;
 	free(o);
 }
@@ -263,7 +261,6 @@ static void on_read(struct loop *lp, int fd, uint32_t events, void *arg)
 	struct fdrec *r = arg;
 	char buf[64];
 
-	(void)lp;
 	r->calls++;
 	r->events |= events;
 	r->fd = fd;
@@ -395,7 +392,6 @@ static void on_self_delete(struct loop *lp, int fd, uint32_t events, void *arg)
 {
 	int *n = arg;
 
-	(void)events;
 	(*n)++;
 	cr_assert_eq(loop_del_fd(lp, fd), 0);
 }
@@ -418,7 +414,6 @@ Test(loop, delete_self_from_callback)
 /* fd callbacks and timers in one loop */
 static void timer_stop(struct loop *lp, void *arg)
 {
-	(void)arg;
 	loop_stop(lp);
 }
 

@@ -162,7 +162,6 @@ static char got[512];
 
 static int collect(void *arg, const char *host, int port)
 {
-	(void)arg;
 	snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s|%d;", host, port);
 	return 0;
 }

@@ -194,8 +194,6 @@ static int cri_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 
 static bool cri_ready(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len)
 {
-	(void)ctx;
-	(void)s;
 	if (cri.setup_ok) {
 		reason[0] = '\0';
 		return true;

@@ -166,7 +166,6 @@ int gd_stage_engine_config(struct sim_ctx *ctx, const struct state *s, const str
 	size_t len = 0;
 	int r;
 
-	(void)c;
 	if (!p) {
 		sim_error(errs, "engine-config", "out of memory reading the profile");
 		return -ENOMEM;

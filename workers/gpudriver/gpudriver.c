@@ -144,7 +144,6 @@ static int gd_stage(struct sim_ctx *ctx, const struct state *s, struct sim_error
 
 static bool gd_ready(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len)
 {
-	(void)ctx;
 	return gd_nvidia_smi_source(s, reason, len);
 }
 

@@ -82,10 +82,6 @@ struct gd_cap {
 extern const struct gd_cap gd_caps[];
 extern const size_t gd_ncaps;
 
-/* Old name of host_mock_path(s->mock_root, ...), kept while files of
- * other areas still call it. */
-#define gd_path(s, buf, len, ...) host_mock_path((s)->mock_root, buf, len, __VA_ARGS__)
-
 /* Remember the first failure while going on to collect the rest. */
 static inline int gd_first(int *first, int r)
 {

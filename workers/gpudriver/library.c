@@ -17,7 +17,6 @@ int gd_stage_library(struct sim_ctx *ctx, const struct state *s, const struct gd
 	char src[4200] = "", file[128], path[512], link[512];
 	int r;
 
-	(void)c;
 	for (size_t i = 0; i < sizeof(lib_names) / sizeof(lib_names[0]) && !src[0]; i++) {
 		snprintf(src, sizeof(src), "%s/%s", ctx->libdir ? ctx->libdir : ".", lib_names[i]);
 		if (access(src, R_OK) < 0)

@@ -118,7 +118,6 @@ int gd_stage_modules(struct sim_ctx *ctx, const struct state *s, const struct gd
 	size_t len = 0;
 	int first = 0, r;
 
-	(void)c;
 	for (size_t i = 0; i < NMODULES; i++)
 		gd_first(&first, sys_module(ctx, s, &modules[i], errs));
 	if ((r = render_proc_modules(&text, &len)) < 0)

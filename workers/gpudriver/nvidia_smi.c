@@ -107,7 +107,6 @@ int gd_stage_nvidia_smi(struct sim_ctx *ctx, const struct state *s, const struct
 	char reason[512], dir[4096], tmp[4200], path[512], why[512] = "";
 	int r;
 
-	(void)c;
 	if (!gd_nvidia_smi_source(s, reason, sizeof(reason))) {
 		log_warn("gpudriver: %s; not staging %s%s", reason, s->mock_root, GD_SMI);
 		return 0;

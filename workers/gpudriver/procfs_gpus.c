@@ -42,7 +42,7 @@ static int write_gpu_file(struct sim_ctx *ctx, const struct state *s, const char
 	char path[512];
 	int r;
 
-	if ((r = gd_path(s, path, sizeof(path), GD_PROC_NVIDIA "/gpus/%s/%s", bdf, name)) < 0) {
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_PROC_NVIDIA "/gpus/%s/%s", bdf, name)) < 0) {
 		sim_error(errs, "gpus", "%s: %s: path too long", bdf, name);
 		return r;
 	}
@@ -108,7 +108,6 @@ int gd_stage_gpus(struct sim_ctx *ctx, const struct state *s, const struct gd_co
 	struct gd_profile *p = gd_profile_open(s);
 	char text[2048];
 
-	(void)c;
 	if (!p) {
 		sim_error(errs, "gpus", "out of memory reading the profile");
 		return -ENOMEM;

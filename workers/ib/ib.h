@@ -90,10 +90,6 @@ struct ib_out {
 	int first;
 };
 
-/* Old name of host_mock_path(s->mock_root, ...) (workers/host.h), kept
- * while files of other areas still call it. */
-#define ib_path(s, buf, len, ...) host_mock_path((s)->mock_root, buf, len, __VA_ARGS__)
-
 /* Write / link / mknod with the failure recorded on surface "path". */
 int ib_put(struct ib_out *o, const char *path, mode_t mode, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

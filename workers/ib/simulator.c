@@ -97,7 +97,7 @@ static int ib_daemon(struct sim_ctx *ctx, const struct state *s, struct ipc_daem
 	/* IB off: describe no daemon; the supervisor stops a running one. */
 	if (!s->ib.enabled)
 		return 0;
-	if ((r = ib_path(s, conf, sizeof(conf), IB_CONFIG)) < 0) {
+	if ((r = host_mock_path(s->mock_root, conf, sizeof(conf), IB_CONFIG)) < 0) {
 		sim_error(errs, "daemon", "ib: %s%s: %s", s->mock_root, IB_CONFIG, strerror(-r));
 		return r;
 	}
@@ -158,7 +158,6 @@ static int ib_discard(struct sim_ctx *ctx, struct sim_errors *errs)
 	struct state_ib *ib;
 	struct stat st;
 
-	(void)errs;
 	snprintf(conf, sizeof(conf), "%s%s%s", ctx->host.root, ctx->host.mock_root, IB_CONFIG);
 	if (fileio_read(conf, IB_CONFIG_MAX, &json, &len, NULL, 0) < 0)
 		return 0;	/* no config: no socket of ours to clean up */

@@ -198,7 +198,7 @@ int ib_stage_sysfs(struct sim_ctx *ctx, const struct state *s, struct sim_errors
 
 	if (!s->ib.enabled)
 		return 0;
-	if ((r = ib_path(s, sys, sizeof(sys), IB_SYS)) < 0)
+	if ((r = host_mock_path(s->mock_root, sys, sizeof(sys), IB_SYS)) < 0)
 		return ib_fail(&o, "sysfs", r, "%s%s", s->mock_root, IB_SYS);
 	plan = calloc(1, sizeof(*plan));
 	scratch = calloc(1, sizeof(*scratch));

@@ -282,7 +282,6 @@ static void gen_path_records(struct sa_query *q)
  * groups, subscriptions, ...): an empty table. */
 static void gen_none(struct sa_query *q)
 {
-	(void)q;
 }
 
 static const struct {

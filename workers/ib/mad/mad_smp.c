@@ -19,8 +19,6 @@ typedef unsigned (*smp_attr_fn)(const struct ib_fabric *f, struct mad_node n, in
 static unsigned attr_node_desc(const struct ib_fabric *f, struct mad_node n, int ingress,
 			       uint32_t mod, uint8_t *d)
 {
-	(void)ingress;
-	(void)mod;
 	mad_node_desc(f, n, d);
 	return 0;
 }
@@ -28,7 +26,6 @@ static unsigned attr_node_desc(const struct ib_fabric *f, struct mad_node n, int
 static unsigned attr_node_info(const struct ib_fabric *f, struct mad_node n, int ingress,
 			       uint32_t mod, uint8_t *d)
 {
-	(void)mod;
 	mad_node_info(f, n, ingress, d);
 	return 0;
 }
@@ -49,8 +46,6 @@ static uint32_t top_lid(const struct ib_fabric *f)
 static unsigned attr_switch_info(const struct ib_fabric *f, struct mad_node n, int ingress,
 				 uint32_t mod, uint8_t *d)
 {
-	(void)ingress;
-	(void)mod;
 	if (n.kind != IB_LINK_SWITCH)
 		return MAD_ST_BAD_METHOD_ATTR;
 	put16(d + 0, LINEAR_FDB_CAP);
@@ -64,7 +59,6 @@ static unsigned attr_switch_info(const struct ib_fabric *f, struct mad_node n, i
 static unsigned attr_guid_info(const struct ib_fabric *f, struct mad_node n, int ingress,
 			       uint32_t mod, uint8_t *d)
 {
-	(void)ingress;
 	if (mod != 0)
 		return MAD_ST_BAD_FIELD;	/* GUIDCap 8: one block */
 	put64(d, mad_node_port_guid(f, n));
@@ -90,7 +84,6 @@ static unsigned attr_pkey_table(const struct ib_fabric *f, struct mad_node n, in
 	unsigned block = mod & 0xffff, port = mod >> 16;
 	unsigned blocks = n.kind == IB_LINK_CA ? 128 / PKEY_BLOCK : 1;
 
-	(void)ingress;
 	if ((n.kind == IB_LINK_SWITCH && port > (unsigned)mad_node_ports(f, n)) ||
 	    block >= blocks)
 		return MAD_ST_BAD_FIELD;
@@ -103,9 +96,6 @@ static unsigned attr_pkey_table(const struct ib_fabric *f, struct mad_node n, in
 static unsigned attr_sm_info(const struct ib_fabric *f, struct mad_node n, int ingress,
 			     uint32_t mod, uint8_t *d)
 {
-	(void)n;
-	(void)ingress;
-	(void)mod;
 	if (f->sm_switch < 0)
 		return MAD_ST_BAD_METHOD_ATTR;
 	mad_sm_info(f, d);

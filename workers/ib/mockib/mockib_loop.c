@@ -67,7 +67,6 @@ static void on_timer(struct mockib *d, struct mib_watch *w, uint32_t events)
 {
 	uint64_t n, now = mib_now_ms();
 
-	(void)events;
 	if (read(w->fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_warn("timerfd read: %s", strerror(errno));
 	d->armed = 0;
@@ -83,7 +82,6 @@ static void on_signal(struct mockib *d, struct mib_watch *w, uint32_t events)
 {
 	struct signalfd_siginfo si;
 
-	(void)events;
 	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			log_info("SIGHUP: reloading %s%s", d->host_root, d->conf_path);

@@ -164,7 +164,6 @@ static int put_res(const struct state_ib *ib, struct nl_msg *m, const struct sta
 	static const char *const names[] = { "pd", "cq", "qp", "cm_id", "mr", "ctx", "srq" };
 	struct nlattr *t, *e;
 
-	(void)ib;
 	if (put_handle(m, h) || !(t = nla_nest_start(m, RDMA_NLDEV_ATTR_RES_SUMMARY)))
 		return -EMSGSIZE;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -194,7 +193,6 @@ static int put_stat(const struct state_ib *ib, struct nl_msg *m, const struct st
 {
 	struct nlattr *t, *e;
 
-	(void)ib;
 	if (put_handle(m, h) || nla_put_u32(m, RDMA_NLDEV_ATTR_PORT_INDEX, 1) ||
 	    !(t = nla_nest_start(m, RDMA_NLDEV_ATTR_STAT_HWCOUNTERS)))
 		return -EMSGSIZE;
@@ -287,13 +285,11 @@ static int port_dump(struct nl_ctx *c)
 /* Nothing allocated: the resource tables and counters dump empty. */
 static int empty_dump(struct nl_ctx *c)
 {
-	(void)c;
 	return 0;
 }
 
 static int unsupported(struct nl_ctx *c)
 {
-	(void)c;
 	return -EOPNOTSUPP;
 }
 

@@ -461,7 +461,6 @@ static void peer_connect(struct mockib *d, int i)
 
 static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 {
-	(void)events;
 	for (int i = 0; i < 16; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);

@@ -279,7 +279,6 @@ static void on_session(struct mockib *d, struct mib_watch *w, uint32_t events)
 	struct mib_session *s = (struct mib_session *)w;
 	static uint8_t buf[MIB_IN_MAX];
 
-	(void)d;
 	if (s->dead)
 		return;
 	if (events & EPOLLOUT)
@@ -317,7 +316,6 @@ static void on_session(struct mockib *d, struct mib_watch *w, uint32_t events)
 
 static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 {
-	(void)events;
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), sz = SESSION_SNDBUF;
 		struct mib_session *s;
