@@ -232,28 +232,21 @@ static int compile_ib_opts(struct cctx *c, const struct compile_opts *o, struct 
 	return 0;
 }
 
-int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_opts *o,
-	       struct state *s)
-{
-	const struct ynode *ibn = cc_lookup(root, "infiniband"), *n, *hl;
-	struct state_ib *ib = &s->ib;
-	char prefix[64], tmpl[128], path[KEY_PATH_MAX];
-	uint64_t base_ctr[STATE_IB_COUNTERS] = { 0 };
-	int port_state = 4, phys_state = 5, rc;
-	int64_t v, per_gpu = 1, count = 0;
-	bool en = false;
-	uint32_t nid;
-	size_t hex = 0;
+/* What every HCA starts from before its `hcas:` entry, if any, applies. */
+struct hca_defaults {
+	char prefix[64];	/* guid_prefix, then its first 8 hex digits */
+	char tmpl[128];		/* node_desc_template */
+	int port_state, phys_state;
+	uint64_t counters[STATE_IB_COUNTERS];
+};
 
-	memset(ib, 0, sizeof(*ib));
-	if ((rc = compile_ib_opts(c, o, ib, s->mock_root)) < 0)
-		return rc;
-	n = cc_lookup(ibn, "enabled");
-	if (!ytree_is_null(n) && ytree_bool(n, &en) < 0)
-		return cc_fail(c, n, "infiniband.enabled", "expected true or false");
-	if (!en)
-		return 0;
-	ib->enabled = true;
+/* The descriptive strings; hca_type must name a PCI device id. */
+static int get_identity(struct cctx *c, const struct ynode *ibn, struct state_ib *ib,
+			struct hca_defaults *d)
+{
+	long v;
+	int rc;
+
 	if ((rc = get_text(c, ibn, "hca_type", "MT4129", ALNUM, ib->hca_type,
 			   sizeof(ib->hca_type))) < 0 ||
 	    (rc = get_text(c, ibn, "fw_version", "28.39.2048", "0123456789.", ib->fw_version,
@@ -264,9 +257,9 @@ int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_op
 	    (rc = get_text(c, ibn, "link_layer", "InfiniBand", ALNUM, ib->link_layer,
 			   sizeof(ib->link_layer))) < 0 ||
 	    (rc = get_text(c, ibn, "guid_prefix", "a088c20300ab", "0123456789abcdefABCDEF:",
-			   prefix, sizeof(prefix))) < 0 ||
+			   d->prefix, sizeof(d->prefix))) < 0 ||
 	    (rc = get_text(c, ibn, "node_desc_template", "{node_name} mlx5_{idx}",
-			   ALNUM " {}_-.:@#/", tmpl, sizeof(tmpl))) < 0)
+			   ALNUM " {}_-.:@#/", d->tmpl, sizeof(d->tmpl))) < 0)
 		return rc;
 	/* MT<decimal> is the PCI device id (MT4129 = 0x1021, ConnectX-7). */
 	v = strtol(ib->hca_type + 2, NULL, 10);
@@ -279,30 +272,68 @@ int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_op
 	if (strcmp(ib->link_layer, "InfiniBand") && strcmp(ib->link_layer, "Ethernet"))
 		return cc_fail(c, cc_lookup(ibn, "link_layer"), "infiniband.link_layer",
 			       "'%s' is neither InfiniBand nor Ethernet", ib->link_layer);
-	ib->rate_gbps = 400;
-	if (!ytree_is_null(n = cc_lookup(ibn, "rate_gbps"))) {
-		if ((rc = cc_get_int(c, n, "infiniband.rate_gbps", 1, 3200, &v)) < 0)
-			return rc;
-		ib->rate_gbps = (int)v;
-	}
+	return 0;
+}
+
+/* An optional integer in [lo, hi] at infiniband.<key>; *out keeps its default if absent. */
+static int get_opt_int(struct cctx *c, const struct ynode *ibn, const char *key, int64_t lo,
+		       int64_t hi, int64_t *out)
+{
+	const struct ynode *n = cc_lookup(ibn, key);
+	char path[KEY_PATH_MAX];
+
+	if (ytree_is_null(n))
+		return 0;
+	cc_join_key(path, "infiniband", key);
+	return cc_get_int(c, n, path, lo, hi, out);
+}
+
+/* Rate, then the port and physical states and counters every HCA starts with. */
+static int get_link(struct cctx *c, const struct ynode *ibn, struct state_ib *ib,
+		    struct hca_defaults *d)
+{
+	int64_t rate = 400;
+	int rc;
+
+	if ((rc = get_opt_int(c, ibn, "rate_gbps", 1, 3200, &rate)) < 0)
+		return rc;
+	ib->rate_gbps = (int)rate;
+	d->port_state = 4;
+	d->phys_state = 5;
 	if ((rc = get_port_state(c, cc_lookup(ibn, "port_state"), "infiniband.port_state",
-				 &port_state)) < 0 ||
+				 &d->port_state)) < 0 ||
 	    (rc = get_phys_state(c, cc_lookup(ibn, "phys_state"), "infiniband.phys_state",
-				 &phys_state)) < 0 ||
+				 &d->phys_state)) < 0 ||
 	    (rc = get_counters(c, cc_lookup(ibn, "counters"), "infiniband.counters",
-			       base_ctr)) < 0)
+			       d->counters)) < 0)
 		return rc;
-	if (!ytree_is_null(n = cc_lookup(ibn, "hcas_per_gpu")) &&
-	    (rc = cc_get_int(c, n, "infiniband.hcas_per_gpu", 1, 8, &per_gpu)) < 0)
+	return 0;
+}
+
+/* hca_count, or one per GPU times hcas_per_gpu. */
+static int get_count(struct cctx *c, const struct ynode *ibn, const struct state *s,
+		     int64_t *per_gpu, int64_t *count)
+{
+	int rc;
+
+	*per_gpu = 1;
+	*count = 0;
+	if ((rc = get_opt_int(c, ibn, "hcas_per_gpu", 1, 8, per_gpu)) < 0 ||
+	    (rc = get_opt_int(c, ibn, "hca_count", 0, STATE_MAX_HCAS, count)) < 0)
 		return rc;
-	if (!ytree_is_null(n = cc_lookup(ibn, "hca_count")) &&
-	    (rc = cc_get_int(c, n, "infiniband.hca_count", 0, STATE_MAX_HCAS, &count)) < 0)
-		return rc;
-	if (!count)
-		count = s->num_devices * per_gpu;
-	if (count > STATE_MAX_HCAS)
+	if (!*count)
+		*count = s->num_devices * *per_gpu;
+	if (*count > STATE_MAX_HCAS)
 		return cc_fail(c, ibn, "infiniband", "%lld HCAs (GPUs x hcas_per_gpu), at most %d",
-			       (long long)count, STATE_MAX_HCAS);
+			       (long long)*count, STATE_MAX_HCAS);
+	return 0;
+}
+
+/* guid_prefix lower-cased without colons; its first 8 hex digits are kept. */
+static int norm_guid_prefix(struct cctx *c, const struct ynode *ibn, char *prefix)
+{
+	size_t hex = 0;
+
 	for (char *p = prefix; *p; p++)
 		if (*p != ':')
 			prefix[hex++] = (char)tolower((unsigned char)*p);
@@ -311,73 +342,126 @@ int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_op
 		return cc_fail(c, cc_lookup(ibn, "guid_prefix"), "infiniband.guid_prefix",
 			       "want 8 to 16 hex digits, got %zu", hex);
 	prefix[8] = '\0';
-	ib->leaf_ports = 32;
-	ib->spines = 2;
-	if (!ytree_is_null(n = cc_lookup(ibn, "fabric.leaf_ports"))) {
-		if ((rc = cc_get_int(c, n, "infiniband.fabric.leaf_ports", 1, 128, &v)) < 0)
-			return rc;
-		ib->leaf_ports = (int)v;
-	}
-	if (!ytree_is_null(n = cc_lookup(ibn, "fabric.spines"))) {
-		if ((rc = cc_get_int(c, n, "infiniband.fabric.spines", 0, 64, &v)) < 0)
-			return rc;
-		ib->spines = (int)v;
-	}
+	return 0;
+}
+
+/* The fabric shape and the subnet manager the port reports. */
+static int get_fabric(struct cctx *c, const struct ynode *ibn, struct state_ib *ib)
+{
+	int64_t leaf_ports = 32, spines = 2;
+	int rc;
+
+	if ((rc = get_opt_int(c, ibn, "fabric.leaf_ports", 1, 128, &leaf_ports)) < 0 ||
+	    (rc = get_opt_int(c, ibn, "fabric.spines", 0, 64, &spines)) < 0)
+		return rc;
+	ib->leaf_ports = (int)leaf_ports;
+	ib->spines = (int)spines;
 	ib->sm_lid = 1;
 	/* IsSM off; IsTrapSupported, IsAutomaticMigration, IsSLMapping,
 	 * IsLedInfo, IsSystemImageGUID, IsExtendedSpeeds (bit 14),
 	 * IsCapabilityMask2, IsCommunicationManagement, IsVendorClass,
 	 * IsClientReregistration, IsLinkSpeedWidthPairsTable... as mlx5 reports. */
 	ib->cap_mask = 0xa651e848;
-	ib->num_hcas = (int)count;
-	nid = compile_ib_fnv1a32(s->node_name);
+	return 0;
+}
+
+/* Every HCA's identity (see the top of the file) and its starting link state. */
+static int make_hcas(struct cctx *c, const struct ynode *ibn, struct state *s, int count,
+		     const struct hca_defaults *d)
+{
+	struct state_ib *ib = &s->ib;
+	uint32_t nid = compile_ib_fnv1a32(s->node_name);
+	int rc;
+
+	ib->num_hcas = count;
 	for (int i = 0; i < ib->num_hcas; i++) {
 		struct state_hca *h = &ib->hcas[i];
 		uint32_t ident = ((nid & 0x7fffffu) << 9) | ((uint32_t)i << 1);
 
 		h->index = i;
 		snprintf(h->name, sizeof(h->name), "mlx5_%d", i);
-		h->node_guid = (strtoull(prefix, NULL, 16) << 32) | ident;
+		h->node_guid = (strtoull(d->prefix, NULL, 16) << 32) | ident;
 		h->port_guid = h->node_guid | 1;
 		h->lid = 0x100 + (nid % (0xbf00u / (uint32_t)count)) * (uint32_t)count + (uint32_t)i;
-		h->port_state = port_state;
-		h->phys_state = phys_state;
-		memcpy(h->counters, base_ctr, sizeof(base_ctr));
-		if ((rc = node_desc(c, cc_lookup(ibn, "node_desc_template"), tmpl, s->node_name, i,
-				    h->node_desc, sizeof(h->node_desc))) < 0)
+		h->port_state = d->port_state;
+		h->phys_state = d->phys_state;
+		memcpy(h->counters, d->counters, sizeof(d->counters));
+		if ((rc = node_desc(c, cc_lookup(ibn, "node_desc_template"), d->tmpl, s->node_name,
+				    i, h->node_desc, sizeof(h->node_desc))) < 0)
 			return rc;
 	}
-	hl = cc_lookup(ibn, "hcas");
-	for (size_t k = 0; !ytree_is_null(hl) && k < hl->n; k++) {
-		const struct ynode *e = hl->kids[k];
-		struct state_hca *h;
+	return 0;
+}
 
+/* One `hcas:` entry (at path): its index, then what it overrides for that HCA. */
+static int apply_hca_entry(struct cctx *c, const struct ynode *e, const char *path,
+			   struct state_ib *ib)
+{
+	const struct ynode *n = cc_lookup(e, "index");
+	char p2[KEY_PATH_MAX];
+	struct state_hca *h;
+	int64_t v;
+	int rc;
+
+	if (ytree_is_null(n))
+		return cc_fail(c, e, path, "missing index");
+	cc_join_key(p2, path, "index");
+	if ((rc = cc_get_int(c, n, p2, 0, STATE_MAX_HCAS - 1, &v)) < 0)
+		return rc;
+	if (v >= ib->num_hcas)
+		return cc_fail(c, n, p2, "HCA %lld does not exist (%d HCAs)", (long long)v,
+			       ib->num_hcas);
+	h = &ib->hcas[v];
+	cc_join_key(p2, path, "port_state");
+	if ((rc = get_port_state(c, cc_lookup(e, "port_state"), p2, &h->port_state)) < 0)
+		return rc;
+	cc_join_key(p2, path, "phys_state");
+	if ((rc = get_phys_state(c, cc_lookup(e, "phys_state"), p2, &h->phys_state)) < 0)
+		return rc;
+	cc_join_key(p2, path, "counters");
+	return get_counters(c, cc_lookup(e, "counters"), p2, h->counters);
+}
+
+static int apply_hca_entries(struct cctx *c, const struct ynode *ibn, struct state_ib *ib)
+{
+	const struct ynode *hl = cc_lookup(ibn, "hcas");
+	char path[KEY_PATH_MAX];
+	int rc;
+
+	for (size_t k = 0; !ytree_is_null(hl) && k < hl->n; k++) {
 		cc_join_index(path, "infiniband.hcas", k);
-		n = cc_lookup(e, "index");
-		if (ytree_is_null(n))
-			return cc_fail(c, e, path, "missing index");
-		cc_join_key(path, path, "index");
-		if ((rc = cc_get_int(c, n, path, 0, STATE_MAX_HCAS - 1, &v)) < 0)
+		if ((rc = apply_hca_entry(c, hl->kids[k], path, ib)) < 0)
 			return rc;
-		if (v >= ib->num_hcas)
-			return cc_fail(c, n, path, "HCA %lld does not exist (%d HCAs)", (long long)v,
-				       ib->num_hcas);
-		h = &ib->hcas[v];
-		cc_join_index(path, "infiniband.hcas", k);
-		{
-			char p2[KEY_PATH_MAX];
-			cc_join_key(p2, path, "port_state");
-			if ((rc = get_port_state(c, cc_lookup(e, "port_state"), p2,
-						 &h->port_state)) < 0)
-				return rc;
-			cc_join_key(p2, path, "phys_state");
-			if ((rc = get_phys_state(c, cc_lookup(e, "phys_state"), p2,
-						 &h->phys_state)) < 0)
-				return rc;
-			cc_join_key(p2, path, "counters");
-			if ((rc = get_counters(c, cc_lookup(e, "counters"), p2, h->counters)) < 0)
-				return rc;
-		}
 	}
+	return 0;
+}
+
+int compile_ib(struct cctx *c, const struct ynode *root, const struct compile_opts *o,
+	       struct state *s)
+{
+	const struct ynode *ibn = cc_lookup(root, "infiniband"), *n;
+	struct state_ib *ib = &s->ib;
+	struct hca_defaults d = { 0 };
+	int64_t per_gpu, count;
+	bool en = false;
+	int rc;
+
+	memset(ib, 0, sizeof(*ib));
+	if ((rc = compile_ib_opts(c, o, ib, s->mock_root)) < 0)
+		return rc;
+	n = cc_lookup(ibn, "enabled");
+	if (!ytree_is_null(n) && ytree_bool(n, &en) < 0)
+		return cc_fail(c, n, "infiniband.enabled", "expected true or false");
+	if (!en)
+		return 0;
+	ib->enabled = true;
+	if ((rc = get_identity(c, ibn, ib, &d)) < 0 ||
+	    (rc = get_link(c, ibn, ib, &d)) < 0 ||
+	    (rc = get_count(c, ibn, s, &per_gpu, &count)) < 0 ||
+	    (rc = norm_guid_prefix(c, ibn, d.prefix)) < 0 ||
+	    (rc = get_fabric(c, ibn, ib)) < 0 ||
+	    (rc = make_hcas(c, ibn, s, (int)count, &d)) < 0 ||
+	    (rc = apply_hca_entries(c, ibn, ib)) < 0)
+		return rc;
 	return place_hcas(c, root, s, (int)per_gpu);
 }
