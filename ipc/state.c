@@ -365,11 +365,102 @@ out:
 	return r;
 }
 
+/* One array of records ("devices", "roots"): at most max of them, each read
+ * through its field table into base[i] (elements size bytes apart). */
+static int get_records(const cJSON *root, const char *key, void *base, size_t size, int max,
+		       const struct field *f, size_t nf, int *count, char *err, size_t errlen)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key), *it;
+	char where[32];
+	int i = 0;
+
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > max) {
+		snprintf(err, errlen, "state: %s: not an array of at most %d", key, max);
+		return -EINVAL;
+	}
+	snprintf(where, sizeof(where), "%s[]", key);
+	cJSON_ArrayForEach(it, arr) {
+		if (state_get_fields(it, (char *)base + (size_t)i++ * size, f, nf, where, err,
+				     errlen) < 0)
+			return -EINVAL;
+	}
+	*count = i;
+	return 0;
+}
+
+/* Devices and root complexes: the records, then their ids and links. */
+static int get_topology(const cJSON *root, struct state *s, char *err, size_t errlen)
+{
+	if (get_records(root, "devices", s->devices, sizeof(s->devices[0]), STATE_MAX_DEVICES,
+			device_fields, NFIELDS(device_fields), &s->num_devices, err, errlen) < 0 ||
+	    get_records(root, "roots", s->roots, sizeof(s->roots[0]), STATE_MAX_ROOTS,
+			root_fields, NFIELDS(root_fields), &s->num_roots, err, errlen) < 0)
+		return -EINVAL;
+	for (int i = 0; i < s->num_devices; i++) {
+		const struct state_device *d = &s->devices[i];
+		if (!state_valid_bdf(d->bus_id) || d->root < -1 || d->root >= s->num_roots) {
+			snprintf(err, errlen, "state: devices[%d]: invalid bus_id or root", i);
+			return -EINVAL;
+		}
+	}
+	for (int i = 0; i < s->num_roots; i++)
+		if (!state_valid_root_id(s->roots[i].id)) {
+			snprintf(err, errlen, "state: roots[%d]: invalid id", i);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* The per-service sections; the HCAs' roots are checked against the topology. */
+static int get_sections(const cJSON *root, struct state *s, char *err, size_t errlen)
+{
+	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "fabric"), &s->fabric,
+			     fabric_fields, NFIELDS(fabric_fields), "fabric", err, errlen) < 0 ||
+	    get_ib(root, &s->ib, err, errlen) < 0 ||
+	    state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "cri"), &s->cri,
+			     cri_fields, NFIELDS(cri_fields), "cri", err, errlen) < 0 ||
+	    state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "imex"), &s->imex,
+			     imex_fields, NFIELDS(imex_fields), "imex", err, errlen) < 0)
+		return -EINVAL;
+	for (int i = 0; i < s->ib.num_hcas; i++)
+		if (s->ib.hcas[i].root < -1 || s->ib.hcas[i].root >= s->num_roots) {
+			snprintf(err, errlen, "state: ib.hcas[%d]: invalid root", i);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* An optional string member copied out; absent or not a string leaves *out alone. */
+static int get_doc(const cJSON *root, const char *key, char **out, size_t *len)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (!cJSON_IsString(v))
+		return 0;
+	if (!(*out = strdup(v->valuestring)))
+		return -ENOMEM;
+	*len = strlen(*out);
+	return 0;
+}
+
+/* The source documents the state was compiled from, carried as they are. */
+static int get_docs(const cJSON *root, struct state *s)
+{
+	const cJSON *v;
+
+	if (get_doc(root, "topology_doc", &s->topology_doc, &s->topology_len) < 0 ||
+	    get_doc(root, "profile_doc", &s->profile_doc, &s->profile_len) < 0)
+		return -ENOMEM;
+	v = cJSON_GetObjectItemCaseSensitive(root, "profile");
+	if (v && !(s->profile_json = cJSON_PrintUnformatted(v)))
+		return -ENOMEM;
+	return 0;
+}
+
 int state_decode(const char *json, size_t len, struct state *s, char *err, size_t errlen)
 {
 	cJSON *root = cJSON_ParseWithLength(json, len), *v;
-	const cJSON *arr, *it;
-	int r = -EINVAL, i;
+	int r = -EINVAL;
 
 	state_init(s);
 	if (!root) {
@@ -377,91 +468,14 @@ int state_decode(const char *json, size_t len, struct state *s, char *err, size_
 		return -EINVAL;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "state_version");
-	if (!cJSON_IsNumber(v) || v->valuedouble != STATE_VERSION) {
+	if (!cJSON_IsNumber(v) || v->valuedouble != STATE_VERSION)
 		snprintf(err, errlen, "state: unsupported state_version");
-		goto out;
-	}
-	if (state_get_fields(root, s, top_fields, NFIELDS(top_fields), "state", err, errlen) < 0)
-		goto out;
-	arr = cJSON_GetObjectItemCaseSensitive(root, "devices");
-	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_DEVICES) {
-		snprintf(err, errlen, "state: devices: not an array of at most %d", STATE_MAX_DEVICES);
-		goto out;
-	}
-	i = 0;
-	cJSON_ArrayForEach(it, arr) {
-		if (state_get_fields(it, &s->devices[i++], device_fields, NFIELDS(device_fields),
-			       "devices[]", err, errlen) < 0)
-			goto out;
-	}
-	s->num_devices = i;
-	arr = cJSON_GetObjectItemCaseSensitive(root, "roots");
-	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > STATE_MAX_ROOTS) {
-		snprintf(err, errlen, "state: roots: not an array of at most %d", STATE_MAX_ROOTS);
-		goto out;
-	}
-	i = 0;
-	cJSON_ArrayForEach(it, arr) {
-		if (state_get_fields(it, &s->roots[i++], root_fields, NFIELDS(root_fields),
-			       "roots[]", err, errlen) < 0)
-			goto out;
-	}
-	s->num_roots = i;
-	for (i = 0; i < s->num_devices; i++) {
-		const struct state_device *d = &s->devices[i];
-		if (!state_valid_bdf(d->bus_id) || d->root < -1 || d->root >= s->num_roots) {
-			snprintf(err, errlen, "state: devices[%d]: invalid bus_id or root", i);
-			goto out;
-		}
-	}
-	for (i = 0; i < s->num_roots; i++)
-		if (!state_valid_root_id(s->roots[i].id)) {
-			snprintf(err, errlen, "state: roots[%d]: invalid id", i);
-			goto out;
-		}
-	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "fabric"), &s->fabric,
-		       fabric_fields, NFIELDS(fabric_fields), "fabric", err, errlen) < 0)
-		goto out;
-	if (get_ib(root, &s->ib, err, errlen) < 0)
-		goto out;
-	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "cri"), &s->cri,
-		       cri_fields, NFIELDS(cri_fields), "cri", err, errlen) < 0)
-		goto out;
-	if (state_get_fields(cJSON_GetObjectItemCaseSensitive(root, "imex"), &s->imex,
-		       imex_fields, NFIELDS(imex_fields), "imex", err, errlen) < 0)
-		goto out;
-	for (i = 0; i < s->ib.num_hcas; i++)
-		if (s->ib.hcas[i].root < -1 || s->ib.hcas[i].root >= s->num_roots) {
-			snprintf(err, errlen, "state: ib.hcas[%d]: invalid root", i);
-			goto out;
-		}
-	if (state_pci_decode(root, &s->pci, err, errlen) < 0)
-		goto out;
-	v = cJSON_GetObjectItemCaseSensitive(root, "topology_doc");
-	if (cJSON_IsString(v)) {
-		s->topology_doc = strdup(v->valuestring);
-		if (!s->topology_doc) {
-			r = -ENOMEM;
-			goto out;
-		}
-		s->topology_len = strlen(s->topology_doc);
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "profile_doc");
-	if (cJSON_IsString(v)) {
-		s->profile_doc = strdup(v->valuestring);
-		if (!s->profile_doc) {
-			r = -ENOMEM;
-			goto out;
-		}
-		s->profile_len = strlen(s->profile_doc);
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "profile");
-	if (v && !(s->profile_json = cJSON_PrintUnformatted(v))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = 0;
-out:
+	else if (state_get_fields(root, s, top_fields, NFIELDS(top_fields), "state", err,
+				  errlen) == 0 &&
+		 get_topology(root, s, err, errlen) == 0 &&
+		 get_sections(root, s, err, errlen) == 0 &&
+		 state_pci_decode(root, &s->pci, err, errlen) == 0)
+		r = get_docs(root, s);
 	cJSON_Delete(root);
 	if (r)
 		state_free(s);
