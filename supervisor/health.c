@@ -86,7 +86,10 @@ static int route_readyz(const struct node_status *st, FILE *f)
 	for (int i = 0; i < st->nsims; i++) {
 		const struct sim_status *s = &st->sims[i];
 
-		if (s->failed)
+		if (s->failed && s->violation)	/* say what it did, not a count */
+			fprintf(f, "%s: failed: %s\n", s->name,
+				s->not_ready_reason[0] ? s->not_ready_reason : "protocol violation");
+		else if (s->failed)
 			fprintf(f, "%s: failed (restart limit)\n", s->name);
 		else if (!s->ready)
 			fprintf(f, "%s: not ready: %s\n", s->name,

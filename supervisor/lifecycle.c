@@ -193,9 +193,17 @@ static enum worker_state act_restart(struct worker_proc *w, struct event *e)
 /* An op to a worker that cannot take it now. */
 static enum worker_state act_send_refused(struct worker_proc *w, struct event *e)
 {
+	char why[sizeof(w->op.error)];
+
 	op_begin(w, e);
-	op_fail(w, w->state == WORKER_FAILED ? "worker not running (restart limit reached)"
-					     : "worker not running");
+	if (w->state != WORKER_FAILED)
+		snprintf(why, sizeof(why), "worker not running");
+	else if (w->st->violation)	/* the reason it was failed for, not a count */
+		snprintf(why, sizeof(why), "worker not running (failed: %s)",
+			 w->st->not_ready_reason);
+	else
+		snprintf(why, sizeof(why), "worker not running (restart limit reached)");
+	op_fail(w, why);
 	e->rc = -ESRCH;
 	return w->state;
 }
@@ -335,6 +343,7 @@ static enum worker_state act_exit(struct worker_proc *w, struct event *e)
 	w->st->restarts++;
 	if (w->condemned) {
 		w->st->failed = true;
+		w->st->violation = true;
 		log_error("worker %s: not restarting until the desired state changes",
 			  w->def->name);
 		return WORKER_FAILED;
@@ -365,6 +374,7 @@ static enum worker_state act_cancel_restart(struct worker_proc *w, struct event 
 static enum worker_state act_reset(struct worker_proc *w, struct event *e)
 {
 	w->st->failed = false;
+	w->st->violation = false;
 	w->condemned = false;
 	backoff_reset(&w->bo);
 	w->came_back = false;

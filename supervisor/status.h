@@ -16,6 +16,8 @@ struct sim_status {
 	bool ready;
 	char not_ready_reason[256];
 	bool failed;			/* burst limit hit: not restarted */
+	bool violation;			/* failed for a protocol violation instead:
+					 * not_ready_reason says which */
 	unsigned restarts;
 	unsigned stage_failures, apply_failures;
 	double last_stage_seconds, last_apply_seconds;

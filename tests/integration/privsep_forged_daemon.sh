@@ -42,9 +42,17 @@ for how in binary path env args; do
 	check "$how: the log says why" grep -q "daemon spec rejected.*\(not one simulator\|name\|env key\|arguments\)" "$T/sup.log"
 	check "$how: pcibus worker still up" [ -n "$(worker_pid pcibus)" ]
 	check "$how: nvlink worker still up" [ -n "$(worker_pid nvlink)" ]
+	# Once reaped the worker is failed; /readyz gives the reason it was
+	# failed for, not the restart limit it never reached.
+	wait_for 5 sh -c "curl -s --max-time 2 http://127.0.0.1:$PORT/readyz |
+		grep -q '^fabricmanager: failed:'" || true
 	http /readyz > /dev/null
 	sed 's/^/# readyz: /' "$T/body"
 	check "$how: /readyz names fabricmanager" grep -q "fabricmanager" "$T/body"
+	check "$how: /readyz gives the violation as the reason" \
+		grep -q "^fabricmanager: failed: daemon spec rejected" "$T/body"
+	check "$how: /readyz does not blame the restart limit" \
+		sh -c "! grep -q 'fabricmanager: failed (restart limit)' '$T/body'"
 	check "$how: fabricmanager is failed, not restarted to forge again" \
 		[ "$(grep -c 'worker fabricmanager started' "$T/sup.log")" -eq 1 ]
 	check "$how: /readyz does not blame pcibus" sh -c "! grep -q '^pcibus' '$T/body'"

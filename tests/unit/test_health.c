@@ -286,6 +286,28 @@ Test(routes, readyz_failed_even_if_ready_flag, .init = status_good)
 	free(body);
 }
 
+Test(routes, readyz_failed_for_a_violation_gives_the_reason, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	sims[1].failed = true;
+	sims[1].violation = true;
+	sims[1].ready = false;
+	strcpy(sims[1].not_ready_reason,
+	       "daemon spec rejected: mokka-evil: not in this simulator's row");
+	cr_assert_eq(route("/readyz", &body, &ct), 503);
+	cr_assert(strstr(body, "pcibus: failed: daemon spec rejected: mokka-evil: not in this "
+			 "simulator's row\n"), "%s", body);
+	cr_assert_null(strstr(body, "restart limit"), "%s", body);
+	free(body);
+	/* no reason kept: still not the restart limit */
+	sims[1].not_ready_reason[0] = '\0';
+	cr_assert_eq(route("/readyz", &body, &ct), 503);
+	cr_assert(strstr(body, "pcibus: failed: protocol violation\n"), "%s", body);
+	free(body);
+}
+
 Test(routes, readyz_failed_daemon, .init = status_good)
 {
 	char *body;

@@ -257,6 +257,14 @@ Test(lifecycle, violation_fails_for_good)
 	cr_assert_not(loop_timer_armed(&w->restart));
 	cr_assert_str_eq(w->st->not_ready_reason,
 			 "daemon spec rejected: mokka-evil: not in this simulator's row");
+	cr_assert(w->st->violation);
+	/* an op says why: the violation, not the restart limit */
+	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
+	cr_assert_str_eq(worker_op_error(w), "worker not running (failed: daemon spec "
+			 "rejected: mokka-evil: not in this simulator's row)");
+	worker_reset_failed(w);
+	cr_assert_not(w->st->failed);
+	cr_assert_not(w->st->violation);
 }
 
 Test(lifecycle, spawn_failure_is_a_crash)
