@@ -183,11 +183,12 @@ static void send_recv(struct mib_session *s, uint32_t agent_id, const uint8_t *m
 	free(f);
 }
 
-static bool agent_wants(const struct mib_agent *a, const uint8_t *mad)
+/* mad holds len >= MIB_MAD_HDR bytes; the OUI is read only when present. */
+static bool agent_wants(const struct mib_agent *a, const uint8_t *mad, size_t len)
 {
 	uint8_t cls = mib_mad_class(mad), m = mib_mad_method(mad) & 0x7f;
 
-	if (!a->used || !a->reg.mgmt_class || a->reg.mgmt_class != cls ||
+	if (!a->used || !mib_mad_fits(mad, len) || !a->reg.mgmt_class || a->reg.mgmt_class != cls ||
 	    a->reg.mgmt_class_version != mib_mad_version(mad) ||
 	    !(a->reg.method_mask[m / 32] & (1u << (m % 32))))
 		return false;
@@ -196,13 +197,13 @@ static bool agent_wants(const struct mib_agent *a, const uint8_t *mad)
 
 /* The server agent for an unsolicited request on local CA ca. */
 static struct mib_session *find_agent(struct mockib *d, int ca, const uint8_t *mad,
-				      uint32_t *agent_id)
+				      size_t len, uint32_t *agent_id)
 {
 	for (struct mib_session *s = d->sessions; s; s = s->next) {
 		if (s->dead || s->kind != MOCKIB_KIND_UMAD || mib_session_ca(s) != ca)
 			continue;
 		for (uint32_t i = 0; i < MIB_MAX_AGENTS; i++)
-			if (agent_wants(&s->agents[i], mad)) {
+			if (agent_wants(&s->agents[i], mad, len)) {
 				*agent_id = i;
 				return s;
 			}
@@ -254,12 +255,12 @@ void mib_mad_deliver(struct mockib *d, int ca, const uint8_t *mad, size_t len, u
 {
 	const struct ib_fab_ca *c;
 
-	if (!d->fab_ok || ca < 0 || ca >= d->fab.ncas || len < MIB_MAD_HDR)
+	if (!d->fab_ok || ca < 0 || ca >= d->fab.ncas || !mib_mad_fits(mad, len))
 		return;
 	c = &d->fab.cas[ca];
 	if (!mib_method_is_response(mib_mad_method(mad))) {
 		uint32_t agent;
-		struct mib_session *s = find_agent(d, ca, mad, &agent);
+		struct mib_session *s = find_agent(d, ca, mad, len, &agent);
 
 		if (s)
 			send_recv(s, agent, mad, len, slid, src_qpn);
@@ -281,7 +282,7 @@ void mib_mad_deliver(struct mockib *d, int ca, const uint8_t *mad, size_t len, u
 void mib_mad_relay_reply(struct mockib *d, uint64_t req_id, const uint8_t *mad, size_t len,
 			 uint32_t slid, uint32_t qpn)
 {
-	struct mib_pending *p = pending_take_req(d, req_id);
+	struct mib_pending *p = mib_mad_fits(mad, len) ? pending_take_req(d, req_id) : NULL;
 
 	if (!p) {
 		log_debug("relay: reply for request %llu which is gone (timed out?)",
@@ -298,7 +299,8 @@ void mib_mad_answer_remote(struct mockib *d, const char *origin, uint64_t req_id
 {
 	struct mad_result r = { 0 };
 
-	if (!d->fab_ok || ca < 0 || !d->fab.cas[ca].local)
+	if (!d->fab_ok || ca < 0 || ca >= d->fab.ncas || !d->fab.cas[ca].local ||
+	    !mib_mad_fits(mad, len))
 		return;
 	if (mad_answer_local(&d->fab, ca, ingress_port, mad, len, &r) < 0) {
 		log_debug("relay: malformed MAD from %s for %s; dropped", origin,
@@ -336,9 +338,10 @@ void mib_mad_from_session(struct mib_session *s, const uint8_t *buf, size_t len)
 	bool request, track;
 	uint64_t req_id = 0;
 
-	if (len < hl + MIB_MAD_HDR || mib_uhdr_parse(buf, len, hl, &h) < 0) {
-		log_debug("session %llu: %zu-byte frame is shorter than a umad header and a MAD "
-			  "header; dropped", (unsigned long long)s->id, len);
+	if (len < hl + MIB_MAD_HDR || !mib_mad_fits(mad, len - hl) ||
+	    mib_uhdr_parse(buf, len, hl, &h) < 0) {
+		log_debug("session %llu: %zu-byte frame is shorter than a umad header and the "
+			  "MAD's header; dropped", (unsigned long long)s->id, len);
 		d->drops++;
 		return;
 	}

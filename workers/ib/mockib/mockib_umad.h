@@ -36,6 +36,14 @@ void mib_put_be64(uint8_t *p, uint64_t v);
 static inline uint64_t mib_mad_tid(const uint8_t *m) { return mib_be64(m + 8); }
 /* Vendor range 2 (0x30..0x4f) carries an OUI at MAD bytes 37..39. */
 static inline int mib_class_has_oui(uint8_t c) { return c >= 0x30 && c <= 0x4f; }
+#define MIB_MAD_VENDOR_HDR 40		/* common + RMPP header, reserved byte, OUI */
+/* Whether len bytes hold every header field the daemon reads of this MAD:
+ * the common header, and the OUI for vendor range 2.  Every MAD from a
+ * client or a peer passes this before anyone looks inside. */
+static inline int mib_mad_fits(const uint8_t *m, size_t len)
+{
+	return len >= MIB_MAD_HDR && (!mib_class_has_oui(m[1]) || len >= MIB_MAD_VENDOR_HDR);
+}
 static inline int mib_method_is_response(uint8_t m) { return (m & 0x80) != 0; }
 
 #endif

@@ -60,7 +60,8 @@ int mib_relay_mad_parse(const uint8_t *p, size_t len, struct mib_relay_mad *m)
 {
 	const uint8_t *o = p + 36;
 
-	if (len < MIB_RELAY_MADHDR + MIB_MAD_HDR)
+	if (len < MIB_RELAY_MADHDR + MIB_MAD_HDR ||
+	    !mib_mad_fits(p + MIB_RELAY_MADHDR, len - MIB_RELAY_MADHDR))
 		return -EINVAL;
 	if (!memchr(o, '\0', MIB_RELAY_ORIGIN))
 		return -EINVAL;
