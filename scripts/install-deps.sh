@@ -17,6 +17,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	libyaml-dev libcjson-dev libnl-3-dev libnl-route-3-dev libcap-dev \
 	libcriterion-dev libibumad-dev libibverbs-dev rdma-core \
 	pciutils kmod curl util-linux iproute2 procps psmisc \
+	clang libclang-rt-dev \
 	systemd python3 file diffutils findutils xz-utils patchelf libxml2-utils python3-yaml \
 	slurmd hwloc libhwloc-contrib-plugins \
 	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev \
