@@ -87,8 +87,8 @@ static int route_readyz(const struct node_status *st, FILE *f)
 		const struct sim_status *s = &st->sims[i];
 
 		if (s->failed && s->violation)	/* say what it did, not a count */
-			fprintf(f, "%s: failed: %s\n", s->name,
-				s->not_ready_reason[0] ? s->not_ready_reason : "protocol violation");
+			fprintf(f, "%s: failed: %s\n", s->name, s->not_ready_reason[0]
+				? s->not_ready_reason : "protocol violation");
 		else if (s->failed)
 			fprintf(f, "%s: failed (restart limit)\n", s->name);
 		else if (!s->ready)
