@@ -91,7 +91,27 @@ static void op_fail(struct worker_proc *w, const char *why)
 
 static enum worker_state kill_worker(struct worker_proc *w, const char *why);
 
-/* Put the recorded op on the wire: the worker is BUSY with it. */
+static const char *const phase_names[IPC_PHASE_COUNT] = {
+	[IPC_PHASE_HELLO] = "hello", [IPC_PHASE_IDLE] = "idle", [IPC_PHASE_BUSY] = "busy",
+};
+
+/* Every command goes out through here: one the worker would reject in phase
+ * ph (ipc_worker_accepts) is our bug, so it is logged and not sent (the
+ * worker would take it as a protocol error and exit). */
+static int send_cmd(struct worker_proc *w, enum ipc_worker_phase ph, enum ipc_op op,
+		    uint64_t gen, uint64_t seq, int fd)
+{
+	if (!ipc_worker_accepts(ph, op)) {
+		log_error("worker %s: bug: %s is not legal for a worker in phase %s; not sent",
+			  w->def->name, ipc_op_name(op),
+			  ph < IPC_PHASE_COUNT ? phase_names[ph] : "?");
+		return -EPROTO;
+	}
+	return w->sup->wio->send(w, op, gen, seq, fd);
+}
+
+/* Put the recorded op on the wire: the worker is BUSY with it.  The worker
+ * is idle here: it was, or it has just said hello or sent its last result. */
 static enum worker_state op_transmit(struct worker_proc *w)
 {
 	struct supervisor *s = w->sup;
@@ -99,7 +119,14 @@ static enum worker_state op_transmit(struct worker_proc *w)
 
 	w->op.pending = false;
 	w->op.seq = ++s->next_seq;
-	r = s->wio->send(w, w->op.op, w->op.gen, w->op.seq, w->op.fd);
+	r = send_cmd(w, IPC_PHASE_IDLE, w->op.op, w->op.gen, w->op.seq, w->op.fd);
+	if (r == -EPROTO) {	/* refused, nothing sent: the worker stays idle */
+		char why[128];
+		snprintf(why, sizeof(why), "%s is not a command a worker takes",
+			 ipc_op_name(w->op.op));
+		op_fail(w, why);
+		return WORKER_IDLE;
+	}
 	if (r < 0) {
 		/* A broken channel, or a worker that stopped reading (its send
 		 * queue is full): it cannot be driven any more. */
@@ -246,22 +273,22 @@ static enum worker_state act_send(struct worker_proc *w, struct event *e)
 
 	op_begin(w, e);
 	next = op_transmit(w);
-	if (!w->op.ok && w->op.done)
-		e->rc = -EIO;
+	if (!w->op.ok && w->op.done)	/* refused (still idle), or the channel broke */
+		e->rc = next == WORKER_IDLE ? -EPROTO : -EIO;
 	return next;
 }
 
 static enum worker_state act_abort(struct worker_proc *w, struct event *e)
 {
 	if (!w->op.pending)
-		w->sup->wio->send(w, IPC_OP_ABORT, w->op.gen, w->busy_seq, -1);
+		send_cmd(w, worker_ipc_phase(w), IPC_OP_ABORT, w->op.gen, w->busy_seq, -1);
 	return w->state;
 }
 
 static enum worker_state act_poll(struct worker_proc *w, struct event *e)
 {
 	/* STATUS does not make a worker busy: it only pushes ready. */
-	w->sup->wio->send(w, IPC_OP_STATUS, w->sup->pass_gen, 0, -1);
+	send_cmd(w, worker_ipc_phase(w), IPC_OP_STATUS, w->sup->pass_gen, 0, -1);
 	return w->state;
 }
 
@@ -361,7 +388,19 @@ static enum worker_state act_shutdown(struct worker_proc *w, struct event *e)
 {
 	/* No deadline of its own: the teardown's budget covers it. */
 	loop_timer_stop(w->sup->loop, &w->deadline);
-	w->sup->wio->send(w, IPC_OP_SHUTDOWN, w->sup->pass_gen, 0, -1);
+	send_cmd(w, worker_ipc_phase(w), IPC_OP_SHUTDOWN, w->sup->pass_gen, 0, -1);
+	return WORKER_STOPPING;
+}
+
+/* Before its hello a worker takes no command (the table's hello row), and
+ * its hello would then come to a stopping worker as a protocol error: it
+ * has nothing staged yet, so it is stopped by signal. */
+static enum worker_state act_shutdown_starting(struct worker_proc *w, struct event *e)
+{
+	detach(w);
+	if (w->pid > 0)
+		w->sup->wio->kill(w);
+	op_fail(w, "shut down before hello");
 	return WORKER_STOPPING;
 }
 
@@ -389,7 +428,8 @@ static const action_fn table[WORKER_STATE_COUNT][EV_COUNT] = {
 	},
 	[WORKER_STARTING] = {
 		[EV_SEND] = act_send_wait, [EV_HELLO] = act_hello, [EV_DEADLINE] = act_deadline,
-		KILLS, [EV_EOF] = act_eof, [EV_EXIT] = act_exit, [EV_SHUTDOWN] = act_shutdown,
+		KILLS, [EV_EOF] = act_eof, [EV_EXIT] = act_exit,
+		[EV_SHUTDOWN] = act_shutdown_starting,
 	},
 	[WORKER_IDLE] = {
 		[EV_SEND] = act_send, [EV_POLL] = act_poll,
@@ -519,10 +559,7 @@ void worker_on_exit(struct worker_proc *w, int status)
 
 /* ---- views ---- */
 
-enum worker_state worker_state(const struct worker_proc *w)
-{
-	return w->state;
-}
+enum worker_state worker_state(const struct worker_proc *w) { return w->state; }
 
 const char *worker_state_name(enum worker_state st)
 {
@@ -543,30 +580,11 @@ enum ipc_worker_phase worker_ipc_phase(const struct worker_proc *w)
 	}
 }
 
-bool worker_is_idle(const struct worker_proc *w)
-{
-	return w->state == WORKER_IDLE;
-}
-
-bool worker_is_settling(const struct worker_proc *w)
-{
-	return w->state == WORKER_STARTING;
-}
-
-bool worker_op_done(const struct worker_proc *w)
-{
-	return w->op.done;
-}
-
-bool worker_op_ok(const struct worker_proc *w)
-{
-	return w->op.done && w->op.ok;
-}
-
-const char *worker_op_error(const struct worker_proc *w)
-{
-	return w->op.error;
-}
+bool worker_is_idle(const struct worker_proc *w) { return w->state == WORKER_IDLE; }
+bool worker_is_settling(const struct worker_proc *w) { return w->state == WORKER_STARTING; }
+bool worker_op_done(const struct worker_proc *w) { return w->op.done; }
+bool worker_op_ok(const struct worker_proc *w) { return w->op.done && w->op.ok; }
+const char *worker_op_error(const struct worker_proc *w) { return w->op.error; }
 
 bool worker_take_came_back(struct worker_proc *w)
 {

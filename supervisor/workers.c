@@ -228,7 +228,8 @@ static int proc_spawn(struct worker_proc *w, pid_t *pid, char *err, size_t errle
 				 .caps = w->def->caps };
 	int r;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	/* Non-blocking on our side too: a full socket queues (ipc/sendq.h). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "socketpair: %s", strerror(-r));
 		return r;

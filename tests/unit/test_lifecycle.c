@@ -299,6 +299,42 @@ Test(lifecycle, shutdown)
 	cr_assert_not(loop_timer_armed(&w->restart), "restarted in a teardown");
 }
 
+Test(lifecycle, an_illegal_send_is_refused_not_sent)
+{
+	struct worker_proc *w = W(0);
+
+	fake_boot();
+	/* not a command a worker takes: our bug, refused before the wire */
+	cr_assert_eq(worker_send_op(w, IPC_OP_HELLO, -1, 1000, false), -EPROTO);
+	cr_assert_eq(fk.nsent, 0);
+	cr_assert(worker_op_done(w));
+	cr_assert_not(worker_op_ok(w));
+	cr_assert_str_eq(worker_op_error(w), "hello is not a command a worker takes");
+	cr_assert_eq(worker_state(w), WORKER_IDLE, "still idle, not killed");
+	cr_assert_eq(fk.kills[0], 0);
+	/* and it still takes a legal one */
+	cr_assert_eq(worker_send_op(w, IPC_OP_STAGE, -1, 1000, false), 0);
+	cr_assert_eq(fk.nsent, 1);
+	cr_assert_eq(worker_state(w), WORKER_BUSY);
+}
+
+Test(lifecycle, shutdown_before_hello_sends_nothing)
+{
+	struct worker_proc *w = W(0);
+
+	fk.s.shutting_down = true;
+	worker_start(w);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	worker_shutdown(w);
+	/* the hello row: nothing may reach it before its hello; a signal stops it */
+	cr_assert_eq(fk.nsent, 0);
+	cr_assert_eq(fk.kills[0], 1);
+	cr_assert_eq(worker_state(w), WORKER_STOPPING);
+	cr_assert_not(loop_timer_armed(&w->deadline));
+	fake_exit(0, 0);
+	cr_assert_eq(worker_state(w), WORKER_DOWN);
+}
+
 Test(lifecycle, shutdown_cancels_a_pending_restart)
 {
 	struct worker_proc *w = W(0);
