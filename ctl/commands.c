@@ -115,23 +115,33 @@ struct yl_node *ctl_map_of(const char *const *keys, struct yl_node *const *vals,
 }
 
 /* A new injection: unique and increasing across edits, restarts and
- * truncations of the document (mokka-kernellog keys announcements by it). */
+ * truncations of the document (mokka-kernellog keys announcements by it),
+ * and above every seq the journal holds. */
 static uint64_t next_seq(const struct ctl_call *call, const struct yl_node *doc)
 {
 	uint64_t m = ovr_max_seq(doc) + 1;
 
+	if (call->seq_floor + 1 > m)
+		m = call->seq_floor + 1;
 	return call->now_us > m ? call->now_us : m;
 }
 
-static struct yl_node *xid_node(const struct ctl_call *call, const struct yl_node *doc,
+/* failure.xid for the document; the same injection goes to the journal
+ * (main.c writes it with the document, under the lock). */
+static struct yl_node *xid_node(struct ctl_call *call, const struct yl_node *doc,
 				long long code)
 {
 	const char *keys[] = { "code", "seq" };
+	uint64_t seq = next_seq(call, doc);
 	struct yl_node *vals[] = {
 		ovr_plainf("%lld", code),
-		ovr_plainf("%llu", (unsigned long long)next_seq(call, doc)),
+		ovr_plainf("%llu", (unsigned long long)seq),
 	};
 
+	call->inject = (struct ovr_xid_event){
+		.seq = seq, .code = (uint64_t)code,
+		.index = call->target.all ? -1 : (int)call->prof->gpu[call->target.gpu].index,
+	};
 	return ctl_map_of(keys, vals, 2);
 }
 

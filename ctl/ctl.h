@@ -56,6 +56,8 @@ struct ctl_call {
 	int nopts;
 	struct ctl_opt opts[CTL_MAX_OPTS];
 	uint64_t now_us;		/* for injection sequence numbers */
+	uint64_t seq_floor;		/* the journal's newest seq: a new one is above */
+	struct ovr_xid_event inject;	/* the call's injection (seq 0 = none) */
 	char *err;			/* message for the user on failure */
 	size_t errlen;
 };
@@ -115,9 +117,14 @@ int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct
 		 const char *text, size_t len, char *err, size_t errlen);
 struct ctl_docfile {
 	char path[PATH_MAX];
-	char lock[PATH_MAX + 8];
+	char lock[PATH_MAX + 16];
+	char xids[PATH_MAX + 16];	/* the Xid journal beside it */
 	int lock_fd;
 };
+/* The lock (OVR_LOCK_NAME, made 0600; refused when anyone else could open
+ * it), waited for at most CTL_LOCK_WAIT_MS, then -ETIMEDOUT naming the
+ * lock and its holder. */
+#define CTL_LOCK_WAIT_MS 5000
 int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *err, size_t errlen);
 void ctl_doc_unlock(struct ctl_docfile *f);
 /* The current bytes (NULL/0 when the file is missing). */
@@ -125,5 +132,9 @@ int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err
 /* Replace the document by rename (temp file beside it, 0644, fsync). */
 int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
 		    size_t errlen);
+int ctl_file_replace(const char *path, const char *text, size_t len, char *err, size_t errlen);
+/* The Xid journal's bytes (NULL/0 when missing). */
+int ctl_xids_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err,
+		  size_t errlen);
 
 #endif

@@ -10,37 +10,121 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
 #include "fileio/fileio.h"
 
+/* Who holds the lock, from /proc/locks ("1: FLOCK ADVISORY WRITE PID
+ * MAJ:MIN:INO 0 EOF"): a PID to name in the message, or 0. */
+static long lock_holder(const struct stat *st)
+{
+	char line[256], want[64];
+	long pid = 0;
+	FILE *f = fopen("/proc/locks", "re");
+
+	if (!f)
+		return 0;
+	snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st->st_dev), minor(st->st_dev),
+		 (unsigned long long)st->st_ino);
+	while (!pid && fgets(line, sizeof(line), f)) {
+		char id[64];
+		long p;
+		if (sscanf(line, "%*s %*s %*s %*s %ld %63s", &p, id) == 2 && !strcmp(id, want))
+			pid = p;
+	}
+	fclose(f);
+	return pid;
+}
+
+/* Ours alone: a regular file of this user, no access for group or others,
+ * one name.  Anything else could be opened (and flocked) by someone else. */
+static int lock_safe(struct ctl_docfile *f, const struct stat *st, char *err, size_t errlen)
+{
+	if (S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 077) &&
+	    st->st_nlink == 1)
+		return 0;
+	snprintf(err, errlen, "%s: refusing this lock file (mode %04o, owner uid %u, %lu links): "
+		 "another user could hold it; it must be a mode %04o file of uid %u alone "
+		 "(remove it: mokka-ctl makes a new one)", f->lock,
+		 (unsigned)(st->st_mode & 07777), (unsigned)st->st_uid,
+		 (unsigned long)st->st_nlink, OVR_LOCK_MODE, (unsigned)geteuid());
+	return -EPERM;
+}
+
+static int lock_open(struct ctl_docfile *f, char *err, size_t errlen)
+{
+	int e;
+
+	/* Made 0600 whatever the umask; an existing one is checked, not fixed:
+	 * a chmod would not take the lock back from a descriptor already open. */
+	f->lock_fd = open(f->lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+			  OVR_LOCK_MODE);
+	if (f->lock_fd >= 0 && fchmod(f->lock_fd, OVR_LOCK_MODE) == 0)
+		return 0;
+	if (f->lock_fd < 0 && errno == EEXIST)
+		f->lock_fd = open(f->lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (f->lock_fd >= 0)
+		return 0;
+	e = errno;
+	snprintf(err, errlen, "%s: %s%s", f->lock, strerror(e),
+		 e == ENOENT ? " (no driver root here: is the node staged? see "
+			       "--host-root/--mock-root)" : "");
+	return -e;
+}
+
 int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *err,
 		 size_t errlen)
 {
+	struct timespec t0, now;
+	struct stat st;
+	int r;
+
 	if (snprintf(f->path, sizeof(f->path), "%s", path) >= (int)sizeof(f->path) ||
-	    ovr_lock_path(f->lock, sizeof(f->lock), path) < 0) {
+	    ovr_lock_path(f->lock, sizeof(f->lock), path) < 0 ||
+	    ovr_xids_path(f->xids, sizeof(f->xids), path) < 0) {
 		snprintf(err, errlen, "%.200s...: path too long", path);
 		return -ENAMETOOLONG;
 	}
-	f->lock_fd = open(f->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
-	if (f->lock_fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "%s: %s%s", f->lock, strerror(e),
-			 e == ENOENT ? " (no driver root here: is the node staged? see "
-				       "--host-root/--mock-root)" : "");
-		return -e;
-	}
-	while (flock(f->lock_fd, exclusive ? LOCK_EX : LOCK_SH) < 0) {
-		int e = errno;
-		if (e == EINTR)
+	if ((r = lock_open(f, err, errlen)) < 0)
+		return r;
+	if (fstat(f->lock_fd, &st) < 0 || (r = lock_safe(f, &st, err, errlen)) < 0)
+		goto fail;
+	/* A bounded wait: every holder keeps it for one edit (milliseconds);
+	 * one that does not is stuck or hostile, and we say so. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (flock(f->lock_fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+		long ms, pid;
+
+		if (errno == EINTR)
 			continue;
-		snprintf(err, errlen, "%s: flock: %s", f->lock, strerror(e));
-		close(f->lock_fd);
-		f->lock_fd = -1;
-		return -e;
+		if (errno != EWOULDBLOCK) {
+			r = -errno;
+			snprintf(err, errlen, "%s: flock: %s", f->lock, strerror(-r));
+			goto fail;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= CTL_LOCK_WAIT_MS) {
+			char who[48] = "another process";
+
+			if ((pid = lock_holder(&st)) > 0)
+				snprintf(who, sizeof(who), "process %ld", pid);
+			snprintf(err, errlen, "%s: the lock is held by %s; gave up after %ld ms "
+				 "(an edit holds it for milliseconds: the holder is stuck or "
+				 "hostile)", f->lock, who, ms);
+			r = -ETIMEDOUT;
+			goto fail;
+		}
+		usleep(10000);
 	}
 	return 0;
+fail:
+	close(f->lock_fd);
+	f->lock_fd = -1;
+	return r;
 }
 
 void ctl_doc_unlock(struct ctl_docfile *f)
@@ -102,13 +186,12 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
-		    size_t errlen)
+int ctl_file_replace(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
 	char buf[PATH_MAX], tmp[PATH_MAX + 32], *dir;
 	int fd, r, dfd;
 
-	snprintf(buf, sizeof(buf), "%s", f->path);
+	snprintf(buf, sizeof(buf), "%s", path);
 	dir = dirname(buf);
 	snprintf(tmp, sizeof(tmp), "%s/.overrides-XXXXXX.tmp", dir);
 	fd = mkostemps(tmp, 4, O_CLOEXEC);
@@ -124,10 +207,10 @@ int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, c
 		r = 0;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, f->path) < 0)
+	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0) {
-		snprintf(err, errlen, "%s: replace: %s", f->path, strerror(-r));
+		snprintf(err, errlen, "%s: replace: %s", path, strerror(-r));
 		unlink(tmp);
 		return r;
 	}
@@ -137,4 +220,23 @@ int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, c
 		close(dfd);
 	}
 	return 0;
+}
+
+int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
+		    size_t errlen)
+{
+	return ctl_file_replace(f->path, text, len, err, errlen);
+}
+
+int ctl_xids_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err,
+		  size_t errlen)
+{
+	int r = fileio_read(f->xids, (size_t)OVR_XIDS_KEEP * 64 + 4096, buf, len, err, errlen);
+
+	if (r == -ENOENT) {
+		*buf = NULL;
+		*len = 0;
+		return 0;
+	}
+	return r;
 }

@@ -195,6 +195,47 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The Xid journal as it is (kept for a rollback) and its newest seq. */
+static int journal_floor(const struct ctl_docfile *f, struct ctl_call *call, char **xids,
+			 size_t *len)
+{
+	struct ovr_xid_event *ev;
+	size_t n;
+	int r = ctl_xids_read(f, xids, len, call->err, call->errlen);
+
+	if (r < 0 || (r = ovr_xids_parse(*xids ? *xids : "", *len, &ev, &n)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].seq > call->seq_floor)
+			call->seq_floor = ev[i].seq;
+	free(ev);
+	return 0;
+}
+
+/* The journal first, then the document: kernellog reads the document
+ * before the journal, so every seq it finds in one is already in the
+ * other.  A document that cannot be written takes its journal line back. */
+static int replace(const struct ctl_docfile *f, struct ctl_call *call, const char *xids,
+		   size_t xids_len, const char *text, size_t len)
+{
+	char *jtext = NULL, why[512];
+	size_t jlen = 0;
+	int r;
+
+	if (!call->inject.seq)
+		return ctl_doc_replace(f, text, len, call->err, call->errlen);
+	if ((r = ovr_xids_append(xids, xids_len, &call->inject, &jtext, &jlen)) < 0)
+		return ctl_fail(call, r, "out of memory");
+	r = ctl_file_replace(f->xids, jtext, jlen, call->err, call->errlen);
+	free(jtext);
+	if (r < 0 || (r = ctl_doc_replace(f, text, len, call->err, call->errlen)) == 0)
+		return r;
+	if (ctl_file_replace(f->xids, xids ? xids : "", xids_len, why, sizeof(why)) < 0)
+		snprintf(call->err + strlen(call->err), call->errlen - strlen(call->err),
+			 "; and the Xid journal keeps the injection: %s", why);
+	return r;
+}
+
 static int run(struct args *a)
 {
 	static struct ctl_profile prof;
@@ -202,8 +243,8 @@ static int run(struct args *a)
 	struct ctl_call call = { .prof = &prof, .argc = a->argc, .argv = a->argv,
 				 .nopts = a->nopts, .now_us = now_us() };
 	char doc_path[PATH_MAX], conf[PATH_MAX], err[1024] = "", why[512];
-	char *old = NULL, *text = NULL;
-	size_t old_len = 0, len = 0;
+	char *old = NULL, *text = NULL, *xids = NULL;
+	size_t old_len = 0, len = 0, xids_len = 0;
 	struct yl_node *doc = NULL;
 	int r;
 
@@ -215,7 +256,8 @@ static int run(struct args *a)
 	    (r = ctl_target_parse(&prof, a->gpu ? a->gpu : "all", &call.target, err,
 				  sizeof(err))) < 0 ||
 	    (r = ctl_doc_lock(&f, doc_path, !a->cmd->readonly, err, sizeof(err))) < 0 ||
-	    (r = ctl_doc_read(&f, &old, &old_len, err, sizeof(err))) < 0)
+	    (r = ctl_doc_read(&f, &old, &old_len, err, sizeof(err))) < 0 ||
+	    (!a->cmd->readonly && (r = journal_floor(&f, &call, &xids, &xids_len)) < 0))
 		goto out;
 	if (a->cmd->no_parse && call.target.all)
 		doc = ovr_parse("", 0, why, sizeof(why));
@@ -244,7 +286,7 @@ static int run(struct args *a)
 	/* Unchanged: no write, no reload anywhere. */
 	if (old && old_len == len && !memcmp(old, text, len))
 		goto out;
-	r = ctl_doc_replace(&f, text, len, err, sizeof(err));
+	r = replace(&f, &call, xids, xids_len, text, len);
 out:
 	ctl_doc_unlock(&f);
 	if (r < 0)
@@ -252,6 +294,7 @@ out:
 	yl_free(doc);
 	free(old);
 	free(text);
+	free(xids);
 	return r < 0 ? EXIT_ERR : 0;
 }
 

@@ -30,12 +30,44 @@ struct yl_node *ovr_parse(const char *buf, size_t len, char *err, size_t errlen)
 
 /* Where it lives: OVR_DOC_NAME beside the engine config, which is
  * <mock root>/driver/config on the host; every writer flocks the sibling
- * lock file.  0, or -ENAMETOOLONG. */
+ * lock file OVR_LOCK_NAME.  The lock is mode 0600 (root's alone: a lock
+ * another user can open is a lock another user can hold forever), under a
+ * name of its own: the reference's overrides.yaml.lock was 0644, and a
+ * descriptor opened on it then still flocks it after any chmod.  Beside
+ * them the Xid journal (below).  0, or -ENAMETOOLONG. */
 #define OVR_DOC_NAME "overrides.yaml"
-#define OVR_LOCK_NAME OVR_DOC_NAME ".lock"
+#define OVR_LOCK_NAME ".overrides.lock"
+#define OVR_LOCK_MODE 0600
+#define OVR_XIDS_NAME ".overrides.xids"
 int ovr_path(char *buf, size_t size, const char *host_root, const char *mock_root);
 int ovr_path_beside(char *buf, size_t size, const char *config_dir);
 int ovr_lock_path(char *buf, size_t size, const char *doc_path);
+int ovr_xids_path(char *buf, size_t size, const char *doc_path);
+/* The files beside the document, with their modes, for whoever stages the
+ * directory (so teardown removes them): {NULL} ends the table. */
+struct ovr_file {
+	const char *name;
+	unsigned mode;
+};
+extern const struct ovr_file ovr_files[];
+
+/* The Xid journal: every injection mokka-ctl accepted, one line each,
+ * "SEQ TARGET CODE" (TARGET an index or "all"), seq strictly increasing;
+ * mokka-kernellog announces each line exactly once, whatever else the
+ * document says meanwhile.  The newest OVR_XIDS_KEEP lines are kept. */
+#define OVR_XIDS_KEEP 1024
+#define OVR_XID_MAX 65535
+struct ovr_xid_event {
+	uint64_t seq, code;
+	int index;		/* -1 = all */
+};
+/* Whole lines only (a trailing line without its newline is skipped), bad
+ * lines skipped; *out malloc'd (NULL when n is 0).  0 or -ENOMEM. */
+int ovr_xids_parse(const char *text, size_t len, struct ovr_xid_event **out, size_t *n);
+int ovr_xids_render(const struct ovr_xid_event *ev, size_t n, char **out, size_t *len);
+/* old (may be NULL) + add, trimmed to the newest OVR_XIDS_KEEP. */
+int ovr_xids_append(const char *old, size_t old_len, const struct ovr_xid_event *add,
+		    char **out, size_t *len);
 
 /* What a document is held to.  Every level checks the shape: a mapping of
  * version (1), all (mapping or null) and devices (mapping of decimal index

@@ -2,6 +2,7 @@
  * layout are spelled (overrides.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "overrides/overrides.h"
 
@@ -24,5 +25,15 @@ int ovr_path_beside(char *buf, size_t size, const char *config_dir)
 
 int ovr_lock_path(char *buf, size_t size, const char *doc_path)
 {
-	return fit(snprintf(buf, size, "%s.lock", doc_path), size);
+	const char *slash = strrchr(doc_path, '/');
+	int dir = slash ? (int)(slash - doc_path + 1) : 0;
+
+	return fit(snprintf(buf, size, "%.*s" OVR_LOCK_NAME, dir, doc_path), size);
 }
+
+const struct ovr_file ovr_files[] = {
+	{ OVR_DOC_NAME, 0644 },		/* the engine reads it as any user */
+	{ OVR_LOCK_NAME, OVR_LOCK_MODE },
+	{ OVR_XIDS_NAME, 0644 },
+	{ NULL, 0 },
+};

@@ -125,7 +125,7 @@ int gd_engine_config_render(const struct state *s, int profile_devices,
  * sibling lock file every writer of the document flocks (NVML.md §5):
  * made here so it is ours to remove, not left behind by mokka-ctl. */
 static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *name,
-			struct sim_errors *errs)
+			mode_t mode, struct sim_errors *errs)
 {
 	char path[512], full[8192];
 	int fd, r;
@@ -136,14 +136,14 @@ static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *
 			  s->mock_root, GD_CONFIG, name);
 		return r;
 	}
-	fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno != EEXIST) {
 		r = -errno;
 		sim_error(errs, path, "create: %s", strerror(-r));
 		return r;
 	}
 	if (fd >= 0) {
-		fchmod(fd, 0644);	/* whatever the umask */
+		fchmod(fd, mode);	/* whatever the umask */
 		close(fd);
 	}
 	if (ctx->host.own)
@@ -153,9 +153,12 @@ static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *
 
 static int ensure_overrides(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
 {
-	int r = ensure_empty(ctx, s, OVR_DOC_NAME, errs);
+	int r = 0;
 
-	return r < 0 ? r : ensure_empty(ctx, s, OVR_LOCK_NAME, errs);
+	/* The document, its 0600 lock and the Xid journal (overrides.h). */
+	for (size_t i = 0; r == 0 && ovr_files[i].name; i++)
+		r = ensure_empty(ctx, s, ovr_files[i].name, ovr_files[i].mode, errs);
+	return r;
 }
 
 int gd_stage_engine_config(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,

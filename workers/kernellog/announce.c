@@ -136,23 +136,51 @@ int klog_render(const struct klog_dev *d, uint64_t code, bool identity,
 
 /* ---- announced state ---- */
 
+static bool parse_entry(const char *line, struct klog_entry *e)
+{
+	unsigned long long code, seq, jseq;
+	unsigned ident;
+	char bdf[32], extra;
+	int n = sscanf(line, "%u %31s %llu %llu %llu %u %c", &e->index, bdf, &code, &seq, &jseq,
+		       &ident, &extra);
+
+	/* The older four fields: a document Xid (code 0 = nothing). */
+	if (n == 4 && code)
+		jseq = ident = 0;
+	else if (n != 6 || ident > 1)
+		return false;
+	if (!state_valid_bdf(bdf))
+		return false;
+	snprintf(e->bdf, sizeof(e->bdf), "%s", bdf);
+	e->code = code;
+	e->seq = seq;
+	e->jseq = jseq;
+	e->identified = ident;
+	return true;
+}
+
 void klog_announced_parse(const char *text, struct klog_announced *a)
 {
 	a->n = 0;
-	for (const char *line = text; line && *line && a->n < KLOG_MAX_DEVICES;) {
-		struct klog_entry *e = &a->e[a->n];
-		unsigned long long code, seq;
-		char bdf[32];
+	a->journal = 0;
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[256], *end;
 
-		if (sscanf(line, "%u %31s %llu %llu", &e->index, bdf, &code, &seq) == 4 &&
-		    state_valid_bdf(bdf) && code && !klog_announced_find(a, e->index)) {
-			snprintf(e->bdf, sizeof(e->bdf), "%s", bdf);
-			e->code = code;
-			e->seq = seq;
-			a->n++;
+		if (len < sizeof(buf)) {
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			if (!strncmp(buf, "journal ", 8) && isdigit((unsigned char)buf[8])) {
+				unsigned long long w = strtoull(buf + 8, &end, 10);
+				if (!*end)
+					a->journal = w;
+			} else if (a->n < KLOG_MAX_DEVICES && parse_entry(buf, &a->e[a->n]) &&
+				   !klog_announced_find(a, a->e[a->n].index)) {
+				a->n++;
+			}
 		}
-		line = strchr(line, '\n');
-		line = line ? line + 1 : NULL;
+		line = nl ? nl + 1 : NULL;
 	}
 }
 
@@ -164,10 +192,13 @@ char *klog_announced_render(const struct klog_announced *a)
 
 	if (!f)
 		return NULL;
-	fputs("# mokka-kernellog: the last Xid announced per GPU (index bdf code seq)\n", f);
+	fputs("# mokka-kernellog: what was announced (journal: every journal line up to that seq;\n"
+	      "# per GPU: index bdf code seq of the document, journal seq, identity printed)\n", f);
+	fprintf(f, "journal %llu\n", (unsigned long long)a->journal);
 	for (int i = 0; i < a->n; i++)
-		fprintf(f, "%u %s %llu %llu\n", a->e[i].index, a->e[i].bdf,
-			(unsigned long long)a->e[i].code, (unsigned long long)a->e[i].seq);
+		fprintf(f, "%u %s %llu %llu %llu %d\n", a->e[i].index, a->e[i].bdf,
+			(unsigned long long)a->e[i].code, (unsigned long long)a->e[i].seq,
+			(unsigned long long)a->e[i].jseq, a->e[i].identified ? 1 : 0);
 	if (fclose(f) != 0) {
 		free(out);
 		return NULL;
@@ -181,6 +212,18 @@ struct klog_entry *klog_announced_find(struct klog_announced *a, unsigned index)
 		if (a->e[i].index == index)
 			return &a->e[i];
 	return NULL;
+}
+
+struct klog_entry *klog_announced_get(struct klog_announced *a, unsigned index, const char *bdf)
+{
+	struct klog_entry *e = klog_announced_find(a, index);
+
+	if (e || a->n == KLOG_MAX_DEVICES)
+		return e;
+	e = &a->e[a->n++];
+	*e = (struct klog_entry){ .index = index };
+	snprintf(e->bdf, sizeof(e->bdf), "%s", bdf);
+	return e;
 }
 
 void klog_announced_drop(struct klog_announced *a, unsigned index)

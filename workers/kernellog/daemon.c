@@ -1,8 +1,12 @@
 /* mokka-kernellog: every second, and at once on SIGHUP (the supervisor's
- * Reload when the overrides document or the device map changed), reads
- * the overrides document and announces each GPU's new injection on the
- * kernel log, exactly once: the announced state is persisted before the
- * next tick, so a restarted daemon does not repeat an Xid.
+ * Reload when the overrides document or the device map changed), announces
+ * on the kernel log each injection not yet announced: every line of
+ * mokka-ctl's Xid journal, and a document Xid no journal line carries (a
+ * hand edit).  Exactly once: a pass takes a flock on R/kernellog, re-reads
+ * the announced state there, and records each announcement (write, fsync,
+ * rename) before the next, so neither a restart nor a second daemon on the
+ * same root repeats one; without the device map (teardown) a pass does
+ * nothing at all, so an orphan never writes into a torn-down root.
  *
  * The log is opened per announcement O_WRONLY|O_APPEND|O_NONBLOCK, never
  * created: a missing log is a quiet no-op (nothing to announce to), a FIFO
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -30,15 +35,18 @@
 #define MAX_FILE (4u << 20)
 
 struct kl {
-	char devices[PATH_MAX], overrides[PATH_MAX], state[PATH_MAX];
+	char devices[PATH_MAX], overrides[PATH_MAX], xids[PATH_MAX], state[PATH_MAX];
+	char dir[PATH_MAX];			/* R/kernellog: the lock */
 	const char *kernel_log;
 	int ndev;
 	struct klog_dev dev[KLOG_MAX_DEVICES];
-	bool identified[KLOG_MAX_DEVICES];	/* identity lines printed (per lifetime) */
-	struct klog_announced ann;
+	struct klog_announced ann;		/* as on disk, this pass */
+	struct ovr_xid_event *ev;		/* the journal, this pass */
+	size_t nev;
 	/* warned once per failing injection; last document error reported */
 	uint64_t warned_code[KLOG_MAX_DEVICES], warned_seq[KLOG_MAX_DEVICES];
 	char doc_error[512];
+	bool idle;				/* no device map: said once */
 	struct yl_node *doc;			/* last good document */
 };
 
@@ -73,7 +81,7 @@ static void warn_line(const char *msg)
 	log_warn("%s", msg);
 }
 
-/* The device map; entries whose address changed are forgotten. */
+/* The device map (at start and on SIGHUP). */
 static void load_devices(struct kl *k)
 {
 	struct klog_dev dev[KLOG_MAX_DEVICES];
@@ -82,33 +90,57 @@ static void load_devices(struct kl *k)
 	int r = slurp(k->devices, &text, &len), n;
 
 	if (r < 0) {
-		log_warn("%s: %s (keeping %d devices)", k->devices, strerror(-r), k->ndev);
+		if (r != -ENOENT)
+			log_warn("%s: %s (keeping %d devices)", k->devices, strerror(-r), k->ndev);
 		return;
 	}
 	n = klog_devices_parse(text, dev, KLOG_MAX_DEVICES, warn_line);
 	free(text);
+	for (int j = 0; j < n; j++)
+		k->warned_code[j] = k->warned_seq[j] = 0;
+	memcpy(k->dev, dev, sizeof(dev));
+	k->ndev = n;
+}
+
+/* The state as on disk; entries of GPUs that left or moved are forgotten
+ * (a moved GPU says who it is again). */
+static void load_state(struct kl *k)
+{
+	char *text = NULL;
+	size_t len;
+
+	if (slurp(k->state, &text, &len) < 0)
+		text = NULL;
+	klog_announced_parse(text ? text : "", &k->ann);
+	free(text);
 	for (int i = 0; i < k->ann.n; i++) {
 		bool same = false;
-		for (int j = 0; j < n; j++)
-			same |= dev[j].index == k->ann.e[i].index && !strcmp(dev[j].bdf, k->ann.e[i].bdf);
+		for (int j = 0; j < k->ndev; j++)
+			same |= k->dev[j].index == k->ann.e[i].index &&
+				!strcmp(k->dev[j].bdf, k->ann.e[i].bdf);
 		if (!same) {
-			log_info("GPU %u (%s) left or moved: forgetting its announced Xid",
+			log_info("GPU %u (%s) left or moved: forgetting what was announced for it",
 				 k->ann.e[i].index, k->ann.e[i].bdf);
 			klog_announced_drop(&k->ann, k->ann.e[i--].index);
 		}
 	}
-	/* Identity lines follow the address: a moved GPU says who it is again. */
-	for (int j = 0; j < n; j++) {
-		bool was = false;
-		for (int i = 0; i < k->ndev; i++)
-			if (k->dev[i].index == dev[j].index && !strcmp(k->dev[i].bdf, dev[j].bdf) &&
-			    !strcmp(k->dev[i].uuid, dev[j].uuid))
-				was = k->identified[i];
-		k->identified[j] = was;
-		k->warned_code[j] = k->warned_seq[j] = 0;
-	}
-	memcpy(k->dev, dev, sizeof(dev));
-	k->ndev = n;
+}
+
+/* The journal as on disk (missing = empty). */
+static void load_journal(struct kl *k)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r = slurp(k->xids, &text, &len);
+
+	free(k->ev);
+	k->ev = NULL;
+	k->nev = 0;
+	if (r < 0 && r != -ENOENT)
+		log_warn("%s: %s (journal injections wait)", k->xids, strerror(-r));
+	if (r == 0 && ovr_xids_parse(text, len, &k->ev, &k->nev) < 0)
+		log_warn("%s: out of memory (journal injections wait)", k->xids);
+	free(text);
 }
 
 static void save_state(struct kl *k)
@@ -165,68 +197,152 @@ static int write_line(int fd, const char *line)
 	return w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
 }
 
-/* 0 when announced (or nothing to announce to), else -errno. */
-static int announce(struct kl *k, int i, uint64_t code)
+/* Device i's lines for code, recorded in e before the next announcement.
+ * 0 when announced (or nothing to announce to), else -errno (warned once
+ * per injection). */
+static int announce(struct kl *k, int i, struct klog_entry *e, uint64_t code, uint64_t seq)
 {
 	char lines[KLOG_MAX_LINES][KLOG_LINE_MAX];
-	int n = klog_render(&k->dev[i], code, !k->identified[i], lines), fd, r = 0;
+	const struct klog_dev *d = &k->dev[i];
+	int n = klog_render(d, code, !e->identified, lines), fd, r = 0;
 
 	fd = open(k->kernel_log, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
+		r = -errno;
 	for (int l = 0; l < n && r == 0; l++)
 		r = write_line(fd, lines[l]);
-	close(fd);
-	if (r == 0)
-		k->identified[i] = true;
-	return r;
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		if (k->warned_code[i] != code || k->warned_seq[i] != seq)
+			log_warn("%s: announcing Xid %llu for GPU %u (%s): %s; retrying",
+				 k->kernel_log, (unsigned long long)code, d->index, d->bdf,
+				 strerror(-r));
+		k->warned_code[i] = code;
+		k->warned_seq[i] = seq;
+		return r;
+	}
+	e->identified = true;
+	log_info("GPU %u (%s): Xid %llu (seq %llu) announced on %s", d->index, d->bdf,
+		 (unsigned long long)code, (unsigned long long)seq, k->kernel_log);
+	return 0;
 }
 
-static void tick(struct kl *k)
+/* Every journal line after the recorded one, on each GPU it names that has
+ * not had it (an earlier pass may have stopped midway through "all"). */
+static int announce_journal(struct kl *k)
+{
+	uint64_t was = k->ann.journal;
+
+	for (size_t j = 0; j < k->nev; j++) {
+		const struct ovr_xid_event *x = &k->ev[j];
+
+		if (x->seq <= k->ann.journal)
+			continue;
+		for (int i = 0; i < k->ndev; i++) {
+			struct klog_entry *e;
+
+			if (x->index >= 0 && (unsigned)x->index != k->dev[i].index)
+				continue;
+			if (!(e = klog_announced_get(&k->ann, k->dev[i].index, k->dev[i].bdf)))
+				return -ENOSPC;
+			/* seq == e->seq: the document's copy was announced already. */
+			if (e->jseq >= x->seq || e->seq == x->seq)
+				continue;
+			if (announce(k, i, e, x->code, x->seq) < 0)
+				return -EAGAIN;
+			e->jseq = x->seq;
+			save_state(k);
+		}
+		k->ann.journal = x->seq;
+	}
+	if (k->ann.journal != was)
+		save_state(k);
+	return 0;
+}
+
+static bool in_journal(const struct kl *k, uint64_t seq)
+{
+	for (size_t j = 0; seq && j < k->nev; j++)
+		if (k->ev[j].seq == seq)
+			return true;
+	return false;
+}
+
+/* Document Xids no journal line carries (hand edits); code 0 forgets. */
+static void announce_doc(struct kl *k)
 {
 	bool dirty = false;
 
-	load_doc(k);
 	for (int i = 0; i < k->ndev && k->doc; i++) {
 		const struct klog_dev *d = &k->dev[i];
 		struct klog_entry *e = klog_announced_find(&k->ann, d->index);
 		uint64_t code, seq;
-		int r;
 
 		ovr_xid(k->doc, d->index, &code, &seq);
 		if (!code) {
 			/* Cleared: the same code injected again is a new event. */
-			if (e) {
-				klog_announced_drop(&k->ann, d->index);
+			if (e && (e->code || e->seq)) {
+				e->code = e->seq = 0;
 				dirty = true;
 			}
 			continue;
 		}
-		if (e && e->code == code && e->seq == seq && !strcmp(e->bdf, d->bdf))
+		if (e && e->code == code && e->seq == seq)
 			continue;
-		if ((r = announce(k, i, code)) < 0) {
-			if (k->warned_code[i] != code || k->warned_seq[i] != seq)
-				log_warn("%s: announcing Xid %llu for GPU %u (%s): %s; retrying",
-					 k->kernel_log, (unsigned long long)code, d->index, d->bdf,
-					 strerror(-r));
-			k->warned_code[i] = code;
-			k->warned_seq[i] = seq;
+		if (!(e = klog_announced_get(&k->ann, d->index, d->bdf)))
+			continue;
+		/* mokka-ctl's: its journal line is the announcement; noted here
+		 * once made, so the line may leave the journal. */
+		if (in_journal(k, seq)) {
+			if (seq <= e->jseq || seq <= k->ann.journal) {
+				e->code = code;
+				e->seq = seq;
+				dirty = true;
+			}
 			continue;
 		}
-		log_info("GPU %u (%s): Xid %llu announced on %s", d->index, d->bdf,
-			 (unsigned long long)code, k->kernel_log);
-		if (!e && k->ann.n < KLOG_MAX_DEVICES)
-			e = &k->ann.e[k->ann.n++];
-		if (e) {
-			e->index = d->index;
-			snprintf(e->bdf, sizeof(e->bdf), "%s", d->bdf);
-			e->code = code;
-			e->seq = seq;
-		}
-		dirty = true;
+		if (announce(k, i, e, code, seq) < 0)
+			continue;
+		e->code = code;
+		e->seq = seq;
+		save_state(k);
 	}
 	if (dirty)
 		save_state(k);
+}
+
+/* One pass under the lock; nothing at all without the device map. */
+static void tick(struct kl *k)
+{
+	int dfd = open(k->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (dfd >= 0) {
+		while (flock(dfd, LOCK_EX) < 0 && errno == EINTR)
+			;
+		if (faccessat(dfd, "devices", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+			close(dfd);
+			dfd = -1;
+		}
+	}
+	if (dfd < 0) {
+		if (!k->idle)
+			log_info("%s: no device map (torn down?): announcing nothing", k->devices);
+		k->idle = true;
+		return;
+	}
+	if (k->idle)
+		load_devices(k);
+	k->idle = false;
+	load_doc(k);		/* before the journal: mokka-ctl writes it first */
+	load_journal(k);
+	load_state(k);
+	if (announce_journal(k) == -ENOSPC)
+		log_warn("announced state full (%d GPUs)", KLOG_MAX_DEVICES);
+	announce_doc(k);
+	close(dfd);		/* the lock goes with it */
 }
 
 static const char usage[] =
@@ -243,8 +359,6 @@ int main(int argc, char **argv)
 	static struct kl k;
 	const char *host_root = "", *mock_root = NULL;
 	sigset_t mask;
-	char *text;
-	size_t len;
 	int sfd;
 
 	prctl(PR_SET_NAME, "mokka-kernellog");
@@ -278,6 +392,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(k.state, sizeof(k.state), "%s%s%s", host_root, mock_root, KLOG_ANNOUNCED);
+	snprintf(k.dir, sizeof(k.dir), "%s%s%s", host_root, mock_root, KLOG_DIR);
+	if (ovr_xids_path(k.xids, sizeof(k.xids), k.overrides) < 0) {
+		fprintf(stderr, "mokka-kernellog: %s: path too long\n", k.overrides);
+		return 2;
+	}
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -288,14 +407,8 @@ int main(int argc, char **argv)
 		log_error("signalfd: %s", strerror(errno));
 		return 1;
 	}
-	/* What an earlier run announced stays announced. */
-	if (slurp(k.state, &text, &len) == 0) {
-		klog_announced_parse(text, &k.ann);
-		free(text);
-	}
 	load_devices(&k);
-	log_info("started: %d GPUs, announcing on %s, %d injections already announced",
-		 k.ndev, k.kernel_log, k.ann.n);
+	log_info("started: %d GPUs, announcing on %s", k.ndev, k.kernel_log);
 	for (;;) {
 		struct pollfd p = { .fd = sfd, .events = POLLIN };
 		struct signalfd_siginfo si;
@@ -311,6 +424,7 @@ int main(int argc, char **argv)
 		}
 		log_info("stopping on signal %u", si.ssi_signo);
 		yl_free(k.doc);
+		free(k.ev);
 		return 0;
 	}
 }

@@ -10,9 +10,14 @@
  *                and the announced state R/state/kernellog.announced (so
  *                neither a worker nor a daemon restart repeats an Xid)
  *
- * An injection is (failure.xid.code, failure.xid.seq) of a GPU's effective
- * overrides; code 0 (none) forgets the GPU's entry, so re-injecting a code
- * without a seq (a hand edit) is a new event. */
+ * An injection is a line of mokka-ctl's Xid journal (overrides.h: every
+ * one, in order, so 50 at once are 50 announcements), or a GPU's effective
+ * failure.xid (code, seq) in the document that no journal line carries (a
+ * hand edit); code 0 (none) forgets the GPU's document Xid, so re-injecting
+ * a code without a seq is a new event.  Read, announce and record happen
+ * under a flock on R/kernellog, so two daemons on one root (an orphan of a
+ * killed supervisor beside the new one) never announce one twice; with the
+ * device map gone (teardown) a daemon announces and writes nothing. */
 #ifndef MOKKA_WORKERS_KERNELLOG_KERNELLOG_H
 #define MOKKA_WORKERS_KERNELLOG_KERNELLOG_H
 
@@ -20,7 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KLOG_DEVICES "/kernellog/devices"		/* under R */
+#define KLOG_DIR "/kernellog"				/* under R: the lock */
+#define KLOG_DEVICES KLOG_DIR "/devices"		/* under R */
 #define KLOG_ANNOUNCED "/state/kernellog.announced"	/* under R */
 #define KLOG_MAX_DEVICES 64
 #define KLOG_LINE_MAX 384
@@ -49,21 +55,32 @@ int klog_render(const struct klog_dev *d, uint64_t code, bool identity,
 /* The catalog text of an Xid ("GPU has fallen off the bus." for 79). */
 const char *klog_xid_text(uint64_t code);
 
-/* The announced state: the last injection announced per GPU. */
+/* The announced state, re-read under the lock before every pass: per GPU
+ * the last document Xid announced (code, seq), the newest journal seq
+ * announced for it (jseq) and whether its identity lines were printed;
+ * and the journal seq up to which every line was announced on every GPU
+ * it names (journal).  Lines: "journal SEQ" and
+ * "index bdf code seq jseq identified" (the older "index bdf code seq" is
+ * read too). */
 struct klog_entry {
 	unsigned index;
 	char bdf[16];
 	uint64_t code, seq;
+	uint64_t jseq;
+	bool identified;
 };
 struct klog_announced {
 	int n;
+	uint64_t journal;
 	struct klog_entry e[KLOG_MAX_DEVICES];
 };
 /* Parse the state file's text (bad lines ignored). */
 void klog_announced_parse(const char *text, struct klog_announced *a);
-/* Render it ("index bdf code seq" lines); malloc'd. */
+/* Render it; malloc'd. */
 char *klog_announced_render(const struct klog_announced *a);
 struct klog_entry *klog_announced_find(struct klog_announced *a, unsigned index);
+/* The entry of index, added (zeroed, bdf set) when missing; NULL when full. */
+struct klog_entry *klog_announced_get(struct klog_announced *a, unsigned index, const char *bdf);
 void klog_announced_drop(struct klog_announced *a, unsigned index);
 
 #endif

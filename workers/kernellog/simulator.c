@@ -4,11 +4,15 @@
  * text into the kernel log.  The daemon (mokka-kernellog) is described
  * only when a kernel log is configured; Reload = the map rewritten +
  * SIGHUP.  Discard also forgets what was announced (the daemon's state
- * file), so a fresh node starts from nothing. */
+ * file), so a fresh node starts from nothing, and takes the device map
+ * with it under the daemon's lock (kernellog.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "ipc/log.h"
 #include "workers/kernellog/kernellog.h"
@@ -72,14 +76,31 @@ static int kl_daemon(struct sim_ctx *ctx, const struct state *s, struct ipc_daem
 	return 0;
 }
 
+/* Under the daemon's lock (R/kernellog): the announced state and the
+ * device map go together, so a daemon still running (an orphan) finds no
+ * map and writes nothing after this; the manifest removes the rest. */
 static int kl_discard(struct sim_ctx *ctx, struct sim_errors *errs)
 {
-	char path[512];
-	int r;
+	char path[512], dir[8192];
+	const char *what[] = { KLOG_ANNOUNCED, KLOG_DEVICES };
+	int r = 0, dfd = -1;
 
-	snprintf(path, sizeof(path), "%s%s", ctx->host.mock_root, KLOG_ANNOUNCED);
-	if ((r = host_unlink(&ctx->host, path)) < 0)
-		sim_error(errs, path, "unlink: %s", strerror(-r));
+	snprintf(path, sizeof(path), "%s%s", ctx->host.mock_root, KLOG_DIR);
+	if (host_path(&ctx->host, path, dir, sizeof(dir)) == 0 &&
+	    (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) >= 0)
+		while (flock(dfd, LOCK_EX) < 0 && errno == EINTR)
+			;
+	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		int u;
+
+		snprintf(path, sizeof(path), "%s%s", ctx->host.mock_root, what[i]);
+		if ((u = host_unlink(&ctx->host, path)) < 0) {
+			sim_error(errs, path, "unlink: %s", strerror(-u));
+			r = r ? r : u;
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
 	return r;
 }
 
