@@ -157,7 +157,9 @@ static int umad_open(const char *path, int flags, int kind, uint32_t index)
 	}
 	fd = mockib_dial(c->socket, ((flags & O_CLOEXEC) ? SOCK_CLOEXEC : 0));
 	if (fd < 0) {
-		errno = ENXIO;
+		/* The socket is 0660 like the umad node: no access reads EACCES;
+		 * no daemon is a node without a driver. */
+		errno = fd == -EACCES || fd == -EPERM ? EACCES : ENXIO;
 		return -1;
 	}
 	rc = mockib_hello(fd, (uint32_t)kind, index, (uint32_t)getpid());

@@ -35,7 +35,7 @@ trap 'stop; cleanup' EXIT
 
 config
 start
-check "socket is mode 0666" [ "$(stat -c %a "$SOCK")" = 666 ]
+check "socket is mode 0660 (root and --socket-group only)" [ "$(stat -c %a "$SOCK")" = 660 ]
 G0=$(hexguid "$(jget '.ib.hcas[0].node_guid')")
 G1=$(hexguid "$(jget '.ib.hcas[1].node_guid')")
 L0=$(printf '0x%x' "$(jget '.ib.hcas[0].lid')")

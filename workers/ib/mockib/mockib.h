@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ipc/state.h"
 #include "shims/ib/mockib_proto.h"
@@ -30,6 +31,7 @@ struct mib_watch {
 /* Limits: what one client may cost the daemon. */
 #define MIB_MAX_AGENTS 32		/* the kernel's IB_UMAD_MAX_AGENTS */
 #define MIB_IN_MAX (64 * 1024)		/* largest frame a client may send */
+#define MIB_SOCKET_MODE 0660		/* owner root, group sock_gid */
 #define MIB_QUEUE_FRAMES 512		/* per session, then drop */
 #define MIB_QUEUE_BYTES (16u << 20)
 #define MIB_MAX_SESSIONS 4096
@@ -106,6 +108,7 @@ struct mockib {
 	struct mib_watch sig_w, timer_w, listen_w;
 	bool listen_paused;		/* out of fds: accept again later */
 	char sock_path[PATH_MAX * 2];	/* host_root + ib->socket */
+	gid_t sock_gid;			/* its group (mode 0660, owner root) */
 	struct mib_session *sessions;
 	int nsessions;
 	uint64_t next_session_id;

@@ -1,6 +1,7 @@
 /* mock-ib: command line, start-up and teardown.  See mockib.h. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +15,16 @@
 #include "workers/ib/mockib/mockib.h"
 
 static const char usage[] =
-	"Usage: mock-ib --config FILE [--host-root DIR] [--log-level LEVEL] [--log-format FMT]\n"
+	"Usage: mock-ib --config FILE [--host-root DIR] [--socket-group GROUP]\n"
+	"               [--log-level LEVEL] [--log-format FMT]\n"
 	"Mokka's InfiniBand daemon: answers the IB shims' UMAD and NETLINK_RDMA sessions\n"
 	"on host_root + ib.socket and joins its peers' fabric over TCP (ib.listen,\n"
 	"ib.tcp_port, ib.peers).  FILE (under --host-root) is the JSON the ib worker writes.\n"
 	"  --config FILE       mock-ib.json (state_ib_encode)\n"
 	"  --host-root DIR     root that host paths live under (default /)\n"
+	"  --socket-group GROUP  group (name or number) of the socket, mode 0660 and owner\n"
+	"                      root like /dev/infiniband/umad*: only root and GROUP may\n"
+	"                      connect (default $MOCK_IB_SOCKET_GROUP, else root)\n"
 	"  --log-level LEVEL   error|warn|info|debug (default info)\n"
 	"  --log-format FMT    text|json (default text)\n"
 	"  --help, --version\n"
@@ -78,6 +83,28 @@ static int set_host_root(struct mockib *d, const char *v)
 	return 0;
 }
 
+/* --socket-group / $MOCK_IB_SOCKET_GROUP: a group name or number.  0 or
+ * the exit status. */
+static int set_socket_group(struct mockib *d, const char *v)
+{
+	char *end;
+	unsigned long n;
+	struct group *g;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (v[0] && !*end && !errno && n < (gid_t)-1) {
+		d->sock_gid = (gid_t)n;
+		return 0;
+	}
+	if (!(g = getgrnam(v))) {
+		fprintf(stderr, "mock-ib: --socket-group: no group '%s'\n", v);
+		return 2;
+	}
+	d->sock_gid = g->gr_gid;
+	return 0;
+}
+
 /* The command line: -1 to go on, else the exit status (--help, --version,
  * a usage error). */
 static int parse_args(int argc, char **argv, struct mockib *d, struct args *a)
@@ -85,15 +112,17 @@ static int parse_args(int argc, char **argv, struct mockib *d, struct args *a)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "host-root", required_argument, NULL, 'r' },
+		{ "socket-group", required_argument, NULL, 'g' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *group = getenv("MOCK_IB_SOCKET_GROUP");
 	int o;
 
-	while ((o = getopt_long(argc, argv, "c:r:l:f:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:r:g:l:f:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':
 			a->conf = optarg;
@@ -101,6 +130,9 @@ static int parse_args(int argc, char **argv, struct mockib *d, struct args *a)
 		case 'r':
 			if (set_host_root(d, optarg))
 				return 2;
+			break;
+		case 'g':
+			group = optarg;
 			break;
 		case 'l':
 			if (log_parse_level(optarg, &a->lvl) < 0) {
@@ -131,7 +163,7 @@ static int parse_args(int argc, char **argv, struct mockib *d, struct args *a)
 		fputs(usage, stderr);
 		return 2;
 	}
-	return -1;
+	return group && group[0] && set_socket_group(d, group) ? 2 : -1;
 }
 
 /* Config, fabric, sockets and relay up: 0, or -1 after logging why. */

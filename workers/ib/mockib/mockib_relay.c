@@ -6,6 +6,9 @@
  * the fabric.  MADs for remote CAs travel raw with their routing fields
  * and the owner answers (mockib_relay.h has the wire).
  *
+ * Only hosts in ib.peers may connect: a connection from any other address
+ * is closed at accept, before a byte of it is parsed.
+ *
  * Every instance must see the same member set to build the same fabric:
  * peers lists must connect every pair of nodes (a full mesh, e.g. the same
  * list of all nodes everywhere; connecting to ourselves is detected). */
@@ -461,6 +464,8 @@ static void peer_connect(struct mockib *d, int i)
 
 static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 {
+	static uint64_t refused;
+
 	for (int i = 0; i < 16; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -477,6 +482,15 @@ static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 				NI_NUMERICHOST | NI_NUMERICSERV) != 0)
 			snprintf(host, sizeof(host), "?");
 		snprintf(addr, sizeof(addr), "%s:%s", host, serv);
+		/* Only members may feed the MAD parsers; anyone else is cut
+		 * off before a byte is read. */
+		if (!mib_relay_addr_is_peer(d->ib->peers, (const struct sockaddr *)&ss)) {
+			if (!refused++ || !(refused % 100))
+				log_warn("relay: connection from %s: not a host in ib.peers; refused "
+					 "(%llu so far)", addr, (unsigned long long)refused);
+			close(fd);
+			continue;
+		}
 		if (!(c = conn_new(d, fd, addr))) {
 			close(fd);
 			continue;

@@ -15,6 +15,7 @@
 #ifndef MOKKA_WORKERS_IB_MOCKIB_RELAY_H
 #define MOKKA_WORKERS_IB_MOCKIB_RELAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,5 +65,12 @@ int mib_relay_mad_parse(const uint8_t *p, size_t len, struct mib_relay_mad *m);
 int mib_relay_peers_parse(const char *list, int default_port,
 			  int (*fn)(void *arg, const char *host, int port), void *arg,
 			  char *err, size_t errlen);
+
+/* Whether a connection from sa comes from a host in the peers list (any
+ * port: peers dial from ephemeral ones; IPv4 and IPv4-mapped IPv6 alike).
+ * Names are resolved on each call, so a peer whose address changed is
+ * still let in (mockib_peer_addr.c). */
+struct sockaddr;
+bool mib_relay_addr_is_peer(const char *peers, const struct sockaddr *sa);
 
 #endif

@@ -358,6 +358,19 @@ static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 	}
 }
 
+/* bind with no access for others from the first moment (the socket file
+ * takes the umask; the chmod after only narrows it further). */
+static int bind_private(int fd, const struct sockaddr_un *sa)
+{
+	mode_t old = umask(0777 & ~MIB_SOCKET_MODE);
+	int r = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	int e = errno;
+
+	umask(old);
+	errno = e;
+	return r;
+}
+
 int mib_listen_open(struct mockib *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -377,7 +390,7 @@ int mib_listen_open(struct mockib *d)
 	if (unlink(d->sock_path) < 0 && errno != ENOENT)
 		log_warn("%s: unlink stale socket: %s", d->sock_path, strerror(errno));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+	if (fd < 0 || bind_private(fd, &sa) < 0 || listen(fd, 128) < 0) {
 		int e = errno;
 
 		log_error("%s: cannot listen: %s", d->sock_path, strerror(e));
@@ -385,9 +398,14 @@ int mib_listen_open(struct mockib *d)
 			close(fd);
 		return -e;
 	}
-	/* Clients run as any user (the shims live in every process). */
-	if (chmod(d->sock_path, 0666) < 0)
-		log_warn("%s: chmod 0666: %s", d->sock_path, strerror(errno));
+	/* Like /dev/infiniband/umad*: root and one group (--socket-group), so
+	 * only they may feed the MAD and netlink parsers.  A group that cannot
+	 * be set leaves root's: closed, never open. */
+	if (chown(d->sock_path, (uid_t)-1, d->sock_gid) < 0)
+		log_error("%s: chgrp %u: %s; only root can connect", d->sock_path,
+			  (unsigned)d->sock_gid, strerror(errno));
+	if (chmod(d->sock_path, MIB_SOCKET_MODE) < 0)
+		log_warn("%s: chmod %04o: %s", d->sock_path, MIB_SOCKET_MODE, strerror(errno));
 	d->listen_w.fd = fd;
 	d->listen_w.cb = on_accept;
 	if (mib_watch_add(d, &d->listen_w, EPOLLIN) < 0) {
