@@ -116,6 +116,7 @@ elif grep -q "$OV:[0-9]*:[0-9]*:.*mokka-ctl reset" "$T/err" && cmp -s "$OV" "$T/
 else fail "broken document"; cat "$T/err"; fi
 check "reset replaces a broken document" ctl reset
 check "... with a fresh one" grep -qx 'version: 1' "$OV"
-check "the lock file sits beside the document" test -f "$OV.lock"
+check "the lock file sits beside the document, mode 0600" \
+	[ "$(stat -c %a "$D/.overrides.lock" 2>/dev/null)" = 600 ]
 check "no temp files left" sh -c "! ls -a '$D' | grep -q '\\.tmp'"
 finish
