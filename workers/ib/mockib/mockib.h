@@ -1,10 +1,11 @@
 /* mock-ib: the daemon behind the IB shims.  One epoll loop, no threads:
- *   - a unix SOCK_SEQPACKET listener for the shims (mockib_proto.h): UMAD
+ *   - a unix SOCK_SEQPACKET listener for the shims (mockib_proto.h; mode
+ *     0660, root and --socket-group, like /dev/infiniband/umad*): UMAD
  *     sessions (agents, outstanding requests, kernel-style timeouts) and
  *     NETLINK_RDMA sessions (mockib_netlink.c);
  *   - the fabric (fabric.h) built from this node plus the members that
- *     registered over the TCP relay (mockib_relay.c), answered through the
- *     pure MAD engine;
+ *     registered over the TCP relay (mockib_relay.c; hosts in ib.peers
+ *     only), answered through the pure MAD engine;
  *   - signalfd (SIGHUP reload, SIGTERM/SIGINT exit) and one timerfd. */
 #ifndef MOKKA_WORKERS_IB_MOCKIB_H
 #define MOKKA_WORKERS_IB_MOCKIB_H
