@@ -38,6 +38,21 @@ bool ctl_flag(const struct ctl_call *call, const char *name)
 
 /* ---- values ---- */
 
+/* Plain decimal only, as the driver prints its numbers (an Xid is "79"):
+ * an optional '-', digits, and for a number an optional ".digits".  strtod
+ * alone would take " 79", "0x4F", "1e3", "inf". */
+static bool decimal(const char *v, bool integer)
+{
+	size_t n = v[0] == '-', d = strspn(v + n, "0123456789");
+
+	if (!d)
+		return false;
+	n += d;
+	if (!integer && v[n] == '.' && (d = strspn(v + n + 1, "0123456789")))
+		n += 1 + d;
+	return !v[n];
+}
+
 int ctl_number(struct ctl_call *call, const char *what, const char *v, double lo, double hi,
 	       bool integer, double *out)
 {
@@ -45,11 +60,11 @@ int ctl_number(struct ctl_call *call, const char *what, const char *v, double lo
 	double d;
 
 	errno = 0;
-	d = strtod(v, &end);
-	if (errno || end == v || *end || !(d >= lo && d <= hi) ||
+	d = decimal(v, integer) ? strtod(v, &end) : 0;
+	if (!decimal(v, integer) || errno || end == v || *end || !(d >= lo && d <= hi) ||
 	    (integer && d != (double)(long long)d))
-		return ctl_fail(call, -EINVAL, "%s: want %s %g..%g, got '%s'", what,
-				integer ? "an integer" : "a number", lo, hi, v);
+		return ctl_fail(call, -EINVAL, "%s: want %s %g..%g (plain decimal), got '%s'",
+				what, integer ? "an integer" : "a number", lo, hi, v);
 	*out = d;
 	return 0;
 }

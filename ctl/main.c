@@ -64,6 +64,20 @@ static int command_opt(const struct ctl_command *c, const char *name, bool *take
 	return -ENOENT;
 }
 
+/* --mock-root is joined under --host-root: absolute, and no "." or ".."
+ * component that would step out of it. */
+static bool inside_path(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	for (const char *c = p; c; c = strchr(c + 1, '/')) {
+		size_t n = strcspn(c + 1, "/");
+		if ((n == 1 && c[1] == '.') || (n == 2 && !strncmp(c + 1, "..", 2)))
+			return false;
+	}
+	return true;
+}
+
 static int parse(int argc, char **argv, struct args *a)
 {
 	static const struct {
@@ -149,6 +163,11 @@ static int parse(int argc, char **argv, struct args *a)
 	}
 	if (!a->cmd) {
 		usage(stderr);
+		return -EINVAL;
+	}
+	if (a->mock_root && !inside_path(a->mock_root)) {
+		fprintf(stderr, "mokka-ctl: --mock-root %s: want an absolute path without '.' or "
+			"'..' components (it lies under --host-root)\n", a->mock_root);
 		return -EINVAL;
 	}
 	if (a->argc < a->cmd->min_args || (a->cmd->max_args >= 0 && a->argc > a->cmd->max_args)) {

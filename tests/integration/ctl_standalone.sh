@@ -118,5 +118,33 @@ check "reset replaces a broken document" ctl reset
 check "... with a fresh one" grep -qx 'version: 1' "$OV"
 check "the lock file sits beside the document, mode 0600" \
 	[ "$(stat -c %a "$D/.overrides.lock" 2>/dev/null)" = 600 ]
+# Numbers are plain decimal, as the driver prints them (issue 20): strtod's
+# hex, exponents and leading blanks are refused, the document untouched.
+cp "$OV" "$T/ov.num"
+for v in 1e3 0x4F " 79" +79 7.9 inf; do
+	if ctl --gpu 0 xid "$v" > "$T/num.out" 2>&1; then fail "xid '$v' accepted"
+	elif grep -q "want an integer 1..65535 (plain decimal), got '$v'" "$T/num.out" &&
+		cmp -s "$OV" "$T/ov.num"; then pass "xid '$v' refused"
+	else fail "xid '$v'"; cat "$T/num.out"; fi
+done
+ctl power 1e2 > "$T/num.out" 2>&1
+check "power 1e2 refused (numbers too)" grep -q "want a number 0..10000 (plain decimal)" "$T/num.out"
+check "fail --xid 0x4F refused" sh -c "! env -u MOCK_NVML_OVERRIDES -u MOCK_NVML_CONFIG \
+	'$B/mokka-ctl' --overrides '$OV' fail --mode lost --xid 0x4F 2> /dev/null"
+fine() { ctl --gpu 0 xid 79 && ctl --gpu 0 temp -5 && ctl --gpu 0 power 350.5; }
+check "xid 79, temp -5 and power 350.5 still fine" fine
+
+# --mock-root lies under --host-root: no way out of it (issue 20).
+mkdir -p "$T/hr"
+for m in /var/../.. ../x var/lib /a/./b /x/..; do
+	if env -u MOCK_NVML_OVERRIDES -u MOCK_NVML_CONFIG "$B/mokka-ctl" --host-root "$T/hr" \
+		--mock-root "$m" xid 79 > "$T/mr.out" 2>&1; then fail "--mock-root $m accepted"
+	elif [ $? -eq 2 ] && grep -q -- "--mock-root $m: want an absolute path without" "$T/mr.out"
+	then pass "--mock-root $m refused"
+	else fail "--mock-root $m"; cat "$T/mr.out"; fi
+done
+check "nothing written outside --host-root" [ -z "$(find "$T" -newer "$T/ov.num" -name '*overrides*' \
+	! -path "$D/*")" ]
+
 check "no temp files left" sh -c "! ls -a '$D' | grep -q '\\.tmp'"
 finish
