@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "workers/ib/mockib/mockib_relay.h"
 #include "workers/ib/mockib/mockib_umad.h"
@@ -85,6 +88,19 @@ Test(umad, mad_header_accessors)
 	cr_assert(!mib_class_has_oui(0x2f) && !mib_class_has_oui(0x50));
 }
 
+/* A vendor range 2 MAD is only whole with its OUI (bytes 37..39): the
+ * relay heap overread of issue 19 read it from a 34-byte MAD. */
+Test(umad, a_vendor_mad_must_hold_its_oui)
+{
+	uint8_t m[40] = { 1, 0x32, 1, 0x01 };
+
+	cr_assert(!mib_mad_fits(m, 23));
+	cr_assert(!mib_mad_fits(m, 34) && !mib_mad_fits(m, 39));
+	cr_assert(mib_mad_fits(m, 40));
+	m[1] = 0x04;			/* PMA: the common header suffices */
+	cr_assert(mib_mad_fits(m, 24));
+}
+
 /* ---- relay framing ---- */
 
 Test(relay, frame_head_and_parse_round_trip)
@@ -156,6 +172,19 @@ Test(relay, routing_header_refuses_short_and_unterminated)
 	cr_assert_eq(mib_relay_mad_parse(buf, sizeof(buf), &back), -EINVAL);
 }
 
+Test(relay, routing_header_refuses_a_vendor_mad_without_its_oui)
+{
+	struct mib_relay_mad m = { 0 }, back;
+	uint8_t buf[MIB_RELAY_MADHDR + 40] = { 0 };
+
+	mib_relay_madhdr_put(buf, &m);
+	buf[MIB_RELAY_MADHDR] = 1;
+	buf[MIB_RELAY_MADHDR + 1] = 0x32;
+	cr_assert_eq(mib_relay_mad_parse(buf, MIB_RELAY_MADHDR + 34, &back), -EINVAL);
+	cr_assert_eq(mib_relay_mad_parse(buf, sizeof(buf), &back), 0);
+	cr_assert_eq(back.len, 40);
+}
+
 /* ---- peers ---- */
 
 static char got[512];
@@ -190,4 +219,32 @@ Test(relay, peers_list_errors_name_the_item)
 			     -EINVAL, "%s", bad[i]);
 		cr_assert(strstr(err, bad[i]), "'%s' names '%s'", err, bad[i]);
 	}
+}
+
+static struct sockaddr *v4(const char *a)
+{
+	static struct sockaddr_in sin;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(40000);
+	cr_assert_eq(inet_pton(AF_INET, a, &sin.sin_addr), 1);
+	return (struct sockaddr *)&sin;
+}
+
+Test(relay, only_hosts_in_the_peers_list_may_connect)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+
+	cr_assert(mib_relay_addr_is_peer("127.0.0.2,127.0.0.3:9000", v4("127.0.0.3")));
+	cr_assert(mib_relay_addr_is_peer("10.0.0.1, 127.0.0.2", v4("127.0.0.2")));
+	cr_assert_not(mib_relay_addr_is_peer("127.0.0.2,127.0.0.3:9000", v4("127.0.0.4")));
+	cr_assert_not(mib_relay_addr_is_peer("", v4("127.0.0.1")));
+	cr_assert_not(mib_relay_addr_is_peer("not a list[", v4("127.0.0.1")));
+	/* An IPv4 peer seen on a dual-stack socket as ::ffff:a.b.c.d. */
+	cr_assert_eq(inet_pton(AF_INET6, "::ffff:127.0.0.2", &sin6.sin6_addr), 1);
+	cr_assert(mib_relay_addr_is_peer("127.0.0.2", (struct sockaddr *)&sin6));
+	cr_assert_eq(inet_pton(AF_INET6, "::1", &sin6.sin6_addr), 1);
+	cr_assert(mib_relay_addr_is_peer("[::1]:18515", (struct sockaddr *)&sin6));
+	cr_assert_not(mib_relay_addr_is_peer("127.0.0.1", (struct sockaddr *)&sin6));
 }
