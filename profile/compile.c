@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
+#include "ipc/log.h"
 #include "profile/compile.h"
 #include "profile/compile_internal.h"
 
@@ -24,6 +25,31 @@
 /* ------------------------------------------------------------------ */
 /* System, fabric, options.                                            */
 
+/* The reference schema is "1.0" (NVML.md §4).  Another major is another
+ * schema whose keys may mean other things: refused, where it is written.  A
+ * newer 1.x only adds keys, which the schema walk already warns about:
+ * said once, by name. */
+static int check_version(struct cctx *c, const struct ynode *root)
+{
+	const struct ynode *v = cc_lookup(root, "version");
+	const char *s = v && v->kind == YNODE_SCALAR ? v->str : NULL;
+	size_t major = s ? strspn(s, "0123456789") : 0, minor = 0;
+
+	if (ytree_is_null(v))
+		return cc_fail(c, root, "version", "missing (required, e.g. \"1.0\")");
+	if (s && major && s[major] == '.')
+		minor = strspn(s + major + 1, "0123456789");
+	if (!s || !major || (s[major] && (s[major] != '.' || !minor || s[major + 1 + minor])))
+		return cc_fail(c, v, "version", "want MAJOR.MINOR (\"1.0\"), got %s", cc_text(v));
+	if (strtoul(s, NULL, 10) != 1)
+		return cc_fail(c, v, "version", "unknown schema version '%.32s': this compiler "
+			       "reads the reference schema 1.x", s);
+	if (minor && strtoul(s + major + 1, NULL, 10) != 0)
+		log_warn("%s:%d:%d: version: '%.32s' is newer than the 1.0 this compiler knows; "
+			 "keys it does not know are ignored", c->file, v->line, v->col, s);
+	return 0;
+}
+
 static int compile_system(struct cctx *c, const struct ynode *root,
 			  const struct compile_opts *o, struct state *s)
 {
@@ -31,8 +57,8 @@ static int compile_system(struct cctx *c, const struct ynode *root,
 	const struct ynode *drv = cc_lookup(sys, "driver_version");
 	int rc;
 
-	if (ytree_is_null(cc_lookup(root, "version")))
-		return cc_fail(c, root, "version", "missing (required, e.g. \"1.0\")");
+	if ((rc = check_version(c, root)) < 0)
+		return rc;
 	if ((rc = cc_get_str(c, drv, "system.driver_version", s->driver_version,
 			     sizeof(s->driver_version))) < 0 ||
 	    (rc = cc_get_str(c, cc_lookup(sys, "nvml_version"), "system.nvml_version",

@@ -326,3 +326,44 @@ Test(compile, empty_topology_is_none)
 	cr_assert_eq(compile_topo("node-a", "\n# nothing\n"), 0, "%s", err);
 	cr_assert_null(st.topology_doc);
 }
+
+/* The reference schema is 1.x (issue 20: "99.0" compiled without a word). */
+Test(compile, schema_version)
+{
+	static const struct {
+		const char *v, *want;
+	} bad[] = {
+		{ "\"99.0\"", "v.yaml:1:10: version: unknown schema version '99.0': this compiler "
+			      "reads the reference schema 1.x" },
+		{ "\"2\"", "v.yaml:1:10: version: unknown schema version '2'" },
+		{ "\"0.9\"", "v.yaml:1:10: version: unknown schema version '0.9'" },
+		{ "\"1.x\"", "v.yaml:1:10: version: want MAJOR.MINOR (\"1.0\"), got 1.x" },
+		{ "\" 1.0\"", "v.yaml:1:10: version: want MAJOR.MINOR" },
+		{ "\"1.0.0\"", "v.yaml:1:10: version: want MAJOR.MINOR" },
+		{ "[1]", "v.yaml:1:10: version: expected a scalar" },
+	};
+	char yaml[4096], dir[] = "/tmp/test_compile.XXXXXX", path[64], *out;
+	size_t len;
+	int saved, rc;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "version: %s%s", bad[i].v,
+			 strchr(HEAD TWO_DEVICES, '\n'));
+		expect_error("v.yaml", yaml, bad[i].want);
+	}
+	/* 1, 1.0: quiet; a newer minor compiles with a warning by name */
+	snprintf(yaml, sizeof(yaml), "version: 1%s", strchr(HEAD TWO_DEVICES, '\n'));
+	cr_assert_eq(compile_str("v.yaml", yaml, NULL), 0, "%s", err);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/stderr", dir);
+	capture_stderr(&saved, path);
+	snprintf(yaml, sizeof(yaml), "version: \"1.3\"%s", strchr(HEAD TWO_DEVICES, '\n'));
+	rc = compile_str("v.yaml", yaml, NULL);
+	restore_stderr(saved);
+	out = read_file(path, &len);
+	unlink(path);
+	rmdir(dir);
+	cr_assert_eq(rc, 0, "%s", err);
+	cr_assert(strstr(out, "v.yaml:1:10: version: '1.3' is newer than the 1.0"), "stderr: %s", out);
+	free(out);
+}
