@@ -88,7 +88,7 @@ static int root_header(struct cctx *c, const struct ynode *rc_node, const char *
 	char path[KEY_PATH_MAX];
 	const struct ynode *n;
 	int64_t v = 0;
-	int rc;
+	int rc, top;
 
 	if (rc_node->kind != YNODE_MAP)
 		return cc_fail(c, rc_node, rp, "expected a mapping, got %s", cc_text(rc_node));
@@ -118,9 +118,12 @@ static int root_header(struct cctx *c, const struct ynode *rc_node, const char *
 	rc = cc_get_str(c, n, path, r->cpu_affinity, sizeof(r->cpu_affinity));
 	if (rc < 0)
 		return rc;
-	if (!cc_all_chars(r->cpu_affinity, "0123456789,-"))
-		return cc_fail(c, n, path, "invalid cpu list '%.64s' (want e.g. 0-55,112-167)",
-			       r->cpu_affinity);
+	/* pcibus's rule (state_cpulist_parse), here where it is written: a
+	 * list the Stage would refuse never compiles. */
+	if (r->cpu_affinity[0] && state_cpulist_parse(r->cpu_affinity, NULL, &top) < 0)
+		return cc_fail(c, n, path, "CPU list '%.64s': want a kernel cpulist of CPUs "
+			       "0..%d, ascending ranges (e.g. 0-55,112-167)", r->cpu_affinity,
+			       STATE_PCI_MAX_CPUS - 1);
 	return 0;
 }
 

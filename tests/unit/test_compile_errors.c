@@ -367,3 +367,48 @@ Test(compile, schema_version)
 	cr_assert(strstr(out, "v.yaml:1:10: version: '1.3' is newer than the 1.0"), "stderr: %s", out);
 	free(out);
 }
+
+/* A cpu_affinity naming CPUs no kernel can have is refused where it is
+ * written (issue 20: it compiled and failed only in pcibus's Stage). */
+Test(compile, cpu_affinity_beyond_any_kernel)
+{
+	static const char *const bad[] = { "0-99999999999", "8192", "0-8192", "5-3", "1,,2", "-1" };
+	char yaml[4096];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "%s%s"
+			 "pcie_topology:\n"				/* 19 */
+			 "  root_complexes:\n"				/* 20 */
+			 "    - id: \"pci0000:00\"\n"			/* 21 */
+			 "      cpu_affinity: \"%s\"\n"			/* 22 */
+			 "      devices: [\"0000:1a:00.0\"]\n",		/* 23 */
+			 HEAD, TWO_DEVICES, bad[i]);
+		expect_error("a.yaml", yaml,
+			     "a.yaml:22:21: pcie_topology.root_complexes[0].cpu_affinity: ");
+	}
+	snprintf(yaml, sizeof(yaml), "%s%s%s", HEAD, TWO_DEVICES,
+		 "pcie_topology:\n  root_complexes:\n    - id: \"pci0000:00\"\n"
+		 "      cpu_affinity: \"0-55,112-167,8191\"\n      devices: [\"0000:1a:00.0\"]\n");
+	cr_assert_eq(compile_str("a.yaml", yaml, NULL), 0, "%s", err);
+}
+
+/* The shipped H100 profile with the issue's cpu_affinity. */
+Test(compile, cpu_affinity_in_h100)
+{
+	char path[512], *yaml, *at, *big;
+	size_t len;
+	int rc;
+
+	profile_path(path, sizeof(path), "h100");
+	yaml = read_file(path, &len);
+	at = strstr(yaml, "cpu_affinity: \"0-55,112-167\"");
+	cr_assert_not_null(at);
+	big = malloc(len + 64);
+	snprintf(big, len + 64, "%.*scpu_affinity: \"0-99999999999\"%s", (int)(at - yaml), yaml,
+		 at + strlen("cpu_affinity: \"0-55,112-167\""));
+	rc = compile_str("h100.yaml", big, NULL);
+	cr_assert_eq(rc, -EINVAL, "compiled");
+	cr_assert(strstr(err, "cpu_affinity: CPU list '0-99999999999'"), "%s", err);
+	free(big);
+	free(yaml);
+}
