@@ -15,7 +15,7 @@ static const char *const op_names[IPC_OP_COUNT] = {
 	[IPC_OP_INVALID] = NULL,
 	[IPC_OP_HELLO] = "hello", [IPC_OP_RESULT] = "result",
 	[IPC_OP_DAEMON] = "daemon", [IPC_OP_READY] = "ready",
-	[IPC_OP_STAGE] = "stage", [IPC_OP_APPLY] = "apply",
+	[IPC_OP_STAGE] = "stage", [IPC_OP_PUBLISH] = "publish", [IPC_OP_APPLY] = "apply",
 	[IPC_OP_ABORT] = "abort", [IPC_OP_RUN] = "run",
 	[IPC_OP_RELOAD] = "reload", [IPC_OP_REVOKE] = "revoke",
 	[IPC_OP_DISCARD] = "discard", [IPC_OP_STATUS] = "status",
@@ -41,7 +41,7 @@ enum ipc_op ipc_op_parse(const char *name)
 #define B(op) (1u << (op))
 static const unsigned worker_accepts[IPC_PHASE_COUNT] = {
 	[IPC_PHASE_HELLO] = 0,
-	[IPC_PHASE_IDLE] = B(IPC_OP_STAGE) | B(IPC_OP_APPLY) | B(IPC_OP_RUN) |
+	[IPC_PHASE_IDLE] = B(IPC_OP_STAGE) | B(IPC_OP_PUBLISH) | B(IPC_OP_APPLY) | B(IPC_OP_RUN) |
 			   B(IPC_OP_RELOAD) | B(IPC_OP_REVOKE) | B(IPC_OP_DISCARD) |
 			   B(IPC_OP_STATUS) | B(IPC_OP_SHUTDOWN) | B(IPC_OP_ABORT),
 	[IPC_PHASE_BUSY] = B(IPC_OP_ABORT) | B(IPC_OP_STATUS) | B(IPC_OP_SHUTDOWN),

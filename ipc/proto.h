@@ -3,8 +3,9 @@
  * nobody builds or reads message JSON by hand.
  *
  *   worker -> supervisor: hello, result, daemon (spec), ready
- *   supervisor -> worker: stage (with the state memfd), apply, abort, run,
- *                         reload, revoke, discard, status, shutdown
+ *   supervisor -> worker: stage (with the state memfd), publish, apply,
+ *                         abort, run, reload, revoke, discard, status,
+ *                         shutdown
  *
  * Decoders take a message whose header ipc_recv/ipc_decode already checked
  * (v, op, gen, seq) and validate everything else: member types, lengths,

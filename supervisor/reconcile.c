@@ -4,8 +4,11 @@
  *
  *   STAGE_FIRST (ROLE_STAGE_FIRST simulators, to completion; errors kept)
  *   STAGE (the other simulators, parallel; every error collected)
- *     -> any failed: report, no daemons, no Apply; keep what is published
- *     -> DAEMONS (run once, later reload) -> APPLY (appliers, fail-fast)
+ *     -> any failed: report, no publish, no daemons, no Apply; keep what
+ *        is published
+ *     -> PUBLISH (ROLE_PUBLISH: the staged generation goes live, one
+ *        atomic swap per surface) -> DAEMONS (run once, later reload)
+ *     -> APPLY (appliers, fail-fast)
  *   teardown: REVOKE -> STOP_DAEMONS -> DISCARD -> DONE
  */
 #include <errno.h>
@@ -22,7 +25,7 @@
 
 static const char *const phase_names[] = {
 	[PASS_IDLE] = "idle", [PASS_STAGE_FIRST] = "stage-first", [PASS_STAGE] = "stage",
-	[PASS_DAEMONS] = "daemons",
+	[PASS_PUBLISH] = "publish", [PASS_DAEMONS] = "daemons",
 	[PASS_APPLY] = "apply", [PASS_REVOKE] = "revoke",
 	[PASS_STOP_DAEMONS] = "stop-daemons", [PASS_DISCARD] = "discard", [PASS_DONE] = "done",
 };
@@ -220,6 +223,32 @@ static void finish_pass(struct supervisor *s, bool ok)
 }
 
 /* Daemons start once, on the first good barrier; later passes Reload. */
+static void start_daemons(struct supervisor *s);
+
+/* Only a pass whose every Stage succeeded gets here: the staged
+ * generations go live. */
+static void start_publish(struct supervisor *s)
+{
+	s->phase = PASS_PUBLISH;
+	if (wave(s, ROLE_PUBLISH, IPC_OP_PUBLISH, -1, STAGE_DEADLINE_MS) == 0)
+		start_daemons(s);
+}
+
+static bool finish_publish(struct supervisor *s)
+{
+	bool ok = true;
+
+	for (int i = 0; i < s->nworkers; i++) {
+		struct worker_proc *w = &s->workers[i];
+		if (!has_role(w, ROLE_PUBLISH) || worker_op_ok(w))
+			continue;
+		ok = false;
+		log_error("reconcile: generation %llu: publish %s failed: %s",
+			  (unsigned long long)s->pass_gen, w->def->name, worker_op_error(w));
+	}
+	return ok;
+}
+
 static void start_daemons(struct supervisor *s)
 {
 	enum ipc_op op = s->daemons_started ? IPC_OP_RELOAD : IPC_OP_RUN;
@@ -332,7 +361,15 @@ static bool pass_step(struct supervisor *s)
 			return false;
 		finish_stage(s);
 		if (!s->status.last_stage_ok)
-			finish_pass(s, false);	/* the barrier holds: no daemons, no Apply */
+			finish_pass(s, false);	/* the barrier holds: nothing published */
+		else
+			start_publish(s);
+		return true;
+	case PASS_PUBLISH:
+		if (!wave_done(s, ROLE_PUBLISH))
+			return false;
+		if (!finish_publish(s))
+			finish_pass(s, false);
 		else
 			start_daemons(s);
 		return true;

@@ -25,10 +25,29 @@ int host_path(const struct host *h, const char *path, char *buf, size_t len)
 	for (p = path; (p = strstr(p, "..")); p += 2)
 		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
 			return -EINVAL;
-	n = snprintf(buf, len, "%s%s", h->root, path);
+	if (h->staging && host_gen_of(h, path) >= 0)
+		n = snprintf(buf, len, "%s%s%s", h->root, h->shadow,
+			     path + strlen(h->mock_root));
+	else
+		n = snprintf(buf, len, "%s%s", h->root, path);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int host_gen_of(const struct host *h, const char *path)
+{
+	size_t m = strlen(h->mock_root);
+
+	if (!h->gens || m < 2 || strncmp(path, h->mock_root, m) != 0)
+		return -1;
+	for (int i = 0; h->gens[i]; i++) {
+		size_t n = strlen(h->gens[i]);
+		if (strncmp(path + m, h->gens[i], n) == 0 &&
+		    (path[m + n] == '\0' || path[m + n] == '/'))
+			return i;
+	}
+	return -1;
 }
 
 static void own(struct host *h, const char *path, char kind)

@@ -5,6 +5,7 @@
 #define MOKKA_WORKERS_HOST_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,10 +20,26 @@ struct host {
 	 * never removed. */
 	const struct manifest *prev;
 	char mock_root[256];
+	/* Generational surfaces (simulator.h: gens), paths relative to
+	 * mock_root.  While staging, a write to a path at or under one goes to
+	 * its shadow <mock_root>/.staged/<simulator><gen> instead, which
+	 * consumers never read; Publish swaps shadow and live in one rename.
+	 * The manifest records the live (logical) path. */
+	const char *const *gens;
+	bool staging;
+	char shadow[320];	/* host path of this simulator's shadow root */
 };
 
+/* "/.staged": beside the live tree under R, on the same filesystem, so a
+ * swap is one renameat2(RENAME_EXCHANGE). */
+#define HOST_SHADOW_DIR "/.staged"
+
+/* The generational surface path lies in (index into h->gens), or -1. */
+int host_gen_of(const struct host *h, const char *path);
+
 /* Join root + host path ("/var/lib/x") into buf; -ENAMETOOLONG, -EINVAL
- * when path is not absolute or contains a ".." component. */
+ * when path is not absolute or contains a ".." component.  While staging,
+ * a path in a generational surface is joined to its shadow instead. */
 int host_path(const struct host *h, const char *path, char *buf, size_t len);
 
 /* mkdir -p of a host path; each directory created is recorded. */

@@ -59,6 +59,12 @@ struct simulator {
 	/* Readiness beyond "last Stage succeeded" (may be NULL): return true
 	 * or false with a reason. */
 	bool (*ready)(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len);
+	/* Generational surfaces (workers/generation.h), paths under the mock
+	 * root, NULL-terminated; NULL: Stage writes live.  Stage renders them
+	 * into a shadow and only Publish, after the supervisor's barrier,
+	 * makes them live: one atomic swap per surface.  Each must be
+	 * written by this simulator alone, up to what it lists elsewhere. */
+	const char *const *gens;
 };
 
 /* Between surfaces a long Apply may ask whether the supervisor cancelled

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include "ipc/sendq.h"
 #include "ipc/state.h"
+#include "workers/manifest.h"
 #include "workers/simulator.h"
 
 enum { WORKER_EXIT_OK = 0, WORKER_EXIT_USAGE = 2, WORKER_EXIT_PROTOCOL = 3,
@@ -24,6 +25,11 @@ struct worker {
 	bool busy, abort_seen, status_seen, shutdown_seen;
 	char proto_error[256];	/* set: a message the BUSY row forbids */
 	char bindir[PATH_MAX], libdir[PATH_MAX];
+	/* A Stage succeeded and its generation waits for Publish; own is
+	 * every path this simulator owned then or before (its own entries in
+	 * a shared surface, told from another simulator's). */
+	bool staged;
+	struct manifest own;
 };
 
 /* The one worker of this process (sim_aborted needs it). */
@@ -31,6 +37,7 @@ extern struct worker *the_worker;
 
 void worker_manifest_file(const struct worker *w, const char *kind, char *buf, size_t len);
 int worker_stage(struct worker *w, struct sim_errors *errs);
+int worker_publish(struct worker *w, struct sim_errors *errs);
 int worker_apply(struct worker *w, struct sim_errors *errs);
 int worker_discard(struct worker *w, struct sim_errors *errs);
 int worker_revoke(struct worker *w, struct sim_errors *errs);

@@ -154,6 +154,14 @@ static int run_cmd(struct worker *w, const struct ipc_msg *m, struct sim_errors 
 	switch (m->op) {
 	case IPC_OP_STAGE:
 		return op_stage(w, m, errs);
+	case IPC_OP_PUBLISH:
+		/* After the barrier: only the generation this worker staged. */
+		if (!w->have_state || w->state.generation != m->gen || !w->ctx.ready) {
+			sim_error(errs, "state", "publish for generation %llu without its stage",
+				  (unsigned long long)m->gen);
+			return -EINVAL;
+		}
+		return worker_publish(w, errs);
 	case IPC_OP_APPLY:
 		if (!w->have_state || w->state.generation != m->gen) {
 			sim_error(errs, "state", "apply for generation %llu without its stage",

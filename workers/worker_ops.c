@@ -18,6 +18,7 @@
 
 #include "ipc/log.h"
 #include "ipc/msg.h"
+#include "workers/generation.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
 #include "workers/worker.h"
@@ -66,9 +67,46 @@ static int ensure_state_dir(struct worker *w)
 /* Stage and Apply share this: run op with a fresh manifest, converge
  * against the previous one, persist the union on failure so nothing we
  * created is ever forgotten. */
+/* A Stage's generation waits in the shadow for Publish: remember what we
+ * own (old and new) to tell our entries of a shared surface from others'. */
+static void remember_own(struct worker *w, const struct manifest *old,
+			 const struct manifest *cur)
+{
+	manifest_free(&w->own);
+	for (size_t i = 0; i < old->n; i++)
+		manifest_add(&w->own, old->paths[i], old->kinds[i]);
+	for (size_t i = 0; i < cur->n; i++)
+		manifest_add(&w->own, cur->paths[i], cur->kinds[i]);
+	w->staged = true;
+}
+
+/* After a good op: what old owned and cur does not goes.  A generational
+ * path's live side is left to Publish (removing it now would publish
+ * part of this pass); its shadow converges instead. */
+static void converge(struct worker *w, const struct manifest *old,
+		     const struct manifest *cur, bool staging)
+{
+	struct manifest live;
+	int e = 0;
+
+	manifest_init(&live);
+	for (size_t i = 0; i < old->n && e == 0; i++)
+		if (!staging || host_gen_of(&w->ctx.host, old->paths[i]) < 0)
+			e = manifest_add(&live, old->paths[i], old->kinds[i]);
+	if (e == 0)
+		e = manifest_remove_stale(w->ctx.host.root, &live, cur);
+	manifest_free(&live);
+	if (e < 0)
+		log_warn("%s: converge: %s", w->sim->name, strerror(-e));
+	if (staging && (e = gen_converge(&w->ctx.host, cur)) < 0)
+		log_warn("%s: converge the staged generation: %s", w->sim->name, strerror(-e));
+	if (staging)
+		remember_own(w, old, cur);
+}
+
 static int run_owned(struct worker *w, const char *kind,
 		     int (*op)(struct sim_ctx *, const struct state *, struct sim_errors *),
-		     struct sim_errors *errs)
+		     bool staging, struct sim_errors *errs)
 {
 	struct manifest old, cur;
 	char file[PATH_MAX + 400];
@@ -86,15 +124,15 @@ static int run_owned(struct worker *w, const char *kind,
 	manifest_init(&cur);
 	w->ctx.host.own = &cur;
 	w->ctx.host.prev = &old;
+	w->ctx.host.staging = staging;
 	r = op(&w->ctx, &w->state, errs);
 	if (r == 0 && errs->n > 0)
 		r = -EIO;
 	w->ctx.host.own = NULL;
 	w->ctx.host.prev = NULL;
+	w->ctx.host.staging = false;
 	if (r == 0) {
-		int e = manifest_remove_stale(w->ctx.host.root, &old, &cur);
-		if (e < 0)
-			log_warn("%s: converge: %s", w->sim->name, strerror(-e));
+		converge(w, &old, &cur, staging);
 	} else {
 		for (size_t i = 0; i < old.n; i++)
 			manifest_add(&cur, old.paths[i], old.kinds[i]);
@@ -137,6 +175,7 @@ static int remove_owned(struct worker *w, const char *kind,
 int worker_stage(struct worker *w, struct sim_errors *errs)
 {
 	const char *delay = getenv("MOKKA_TEST_STAGE_DELAY_MS");
+	int r;
 
 	/* Test hook: widen the window in which a test kills a worker
 	 * mid-Stage. */
@@ -144,22 +183,56 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 		struct timespec ts = { atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
+	w->staged = false;
 	if (!w->sim->stage)
 		return 0;
-	return run_owned(w, "stage", w->sim->stage, errs);
+	if ((r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, true)) < 0) {
+		sim_error(errs, "state", "%s%s/%s: %s", w->state.mock_root, HOST_SHADOW_DIR,
+			  w->sim->name, strerror(-r));
+		return r;
+	}
+	r = run_owned(w, "stage", w->sim->stage, w->sim->gens != NULL, errs);
+	/* Stand-alone, this Stage is the whole pass: no barrier to wait for. */
+	if (r == 0 && w->sock < 0)
+		r = worker_publish(w, errs);
+	return r;
+}
+
+int worker_publish(struct worker *w, struct sim_errors *errs)
+{
+	char err[512] = "";
+	int r;
+
+	/* Only a generation staged and not yet published swaps in: a second
+	 * swap would bring the previous one back. */
+	if (!w->staged)
+		return 0;
+	w->staged = false;
+	if ((r = gen_publish(&w->ctx.host, &w->own, err, sizeof(err))) < 0)
+		sim_error(errs, "publish", "%s", err);
+	manifest_free(&w->own);
+	return r;
 }
 
 int worker_apply(struct worker *w, struct sim_errors *errs)
 {
 	if (!w->sim->apply)
 		return 0;
-	return run_owned(w, "apply", w->sim->apply, errs);
+	return run_owned(w, "apply", w->sim->apply, false, errs);
 }
 
 int worker_discard(struct worker *w, struct sim_errors *errs)
 {
-	int r = remove_owned(w, "stage", w->sim->discard, errs);
 	char dir[PATH_MAX + 300];
+	int r = 0;
+
+	/* Every generation first (the live side may hold one the manifest
+	 * never listed: a pass staged, then not published), then the rest. */
+	w->staged = false;
+	if (w->sim->gens && (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, false)) == 0 &&
+	    (r = gen_remove_all(&w->ctx.host)) < 0)
+		sim_error(errs, "stage", "remove the staged generations: %s", strerror(-r));
+	r = remove_owned(w, "stage", w->sim->discard, errs);
 
 	/* R/state goes too when nothing else lives there (stand-alone use). */
 	snprintf(dir, sizeof(dir), "%s%s/state", w->ctx.host.root, w->state.mock_root);

@@ -147,6 +147,18 @@ static bool gd_ready(struct sim_ctx *ctx, const struct state *s, char *reason, s
 	return gd_nvidia_smi_source(s, reason, len);
 }
 
+/* What a consumer reads as one thing swaps as one (workers/generation.h):
+ * the device nodes as a directory (a listing shows one generation's
+ * GPUs), the procfs tree, the library with its links, nvidia-smi, the
+ * engine config and each module's sysfs directory.  Not config/ as a
+ * whole: the overrides document beside config.yaml is written at any time
+ * by mokka-ctl and is no generation's. */
+static const char *const gd_gens[] = {
+	GD_DEV, GD_DRIVER "/proc", GD_LIB64, GD_SMI, GD_CONFIG "/config.yaml",
+	"/sys/module/nvidia", "/sys/module/nvidia_uvm", "/sys/module/nvidia_modeset",
+	"/sys/module/nvidia_drm", NULL,
+};
+
 const struct simulator gpudriver_simulator = {
 	.name = "gpudriver",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
@@ -154,4 +166,5 @@ const struct simulator gpudriver_simulator = {
 	.apply = gd_apply,
 	.revoke = gd_revoke,
 	.ready = gd_ready,
+	.gens = gd_gens,
 };
