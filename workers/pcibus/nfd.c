@@ -1,12 +1,27 @@
 /* Apply: the NFD local-source feature file.  NFD turns each "key=value"
  * line into the label feature.node.kubernetes.io/<key>=<value>, so keys
- * and values must be valid label names/values or NFD drops the line. */
+ * and values must be valid label names/values or NFD drops the line.
+ *
+ * A file of that name that was there before us (the reference's mock left
+ * one, or an operator wrote it) is kept aside, content and mode, under
+ * R/state and put back at Revoke: while Mokka runs the labels describe its
+ * GPUs, as on a real node, and teardown leaves the host as it found it.
+ * Anything but a regular file there is left alone and refused. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "ipc/log.h"
+#include "workers/manifest.h"
 #include "workers/pcibus/pcibus.h"
+
+#define NFD_KEPT "/state/pcibus.nfd-foreign"	/* under the mock root */
+#define NFD_MAX (1u << 20)
 
 #define LABEL_VALUE_MAX 63
 
@@ -80,6 +95,100 @@ static const struct feature features[] = {
 	{ "mokka.gpu.product", value_product },
 };
 
+static int paths(const struct host *h, char *file, char *kept, size_t len, char *kept_rel,
+		 size_t rel_len)
+{
+	int r;
+
+	if (snprintf(kept_rel, rel_len, "%s" NFD_KEPT, h->mock_root) >= (int)rel_len)
+		return -ENAMETOOLONG;
+	if ((r = host_path(h, NFD_FEATURES_FILE, file, len)) < 0)
+		return r;
+	return host_path(h, kept_rel, kept, len);
+}
+
+static int read_small(int fd, char **buf, size_t *len)
+{
+	size_t cap = 4096;
+	ssize_t n;
+
+	*len = 0;
+	if (!(*buf = malloc(cap)))
+		return -ENOMEM;
+	while ((n = read(fd, *buf + *len, cap - *len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || cap >= NFD_MAX) {
+			free(*buf);
+			return n < 0 ? -errno : -EFBIG;
+		}
+		*len += (size_t)n;
+		if (*len == cap) {
+			char *m = realloc(*buf, cap *= 2);
+			if (!m) {
+				free(*buf);
+				return -ENOMEM;
+			}
+			*buf = m;
+		}
+	}
+	return 0;
+}
+
+/* A features file that is not ours (not in the last manifest, none kept
+ * yet): copied to R/state (recorded, so teardown removes the copy once
+ * nfd_revoke has put it back). */
+static int keep_foreign(struct host *h, struct sim_errors *errs)
+{
+	char file[8192], kept[8192], rel[512], *buf;
+	struct stat st;
+	size_t len;
+	int fd, r;
+
+	if ((r = paths(h, file, kept, sizeof(file), rel, sizeof(rel))) < 0)
+		return r;
+	if (lstat(file, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (access(kept, F_OK) == 0) {
+		/* Kept by an earlier pass: still ours to remove after Revoke. */
+		if (h->own)
+			manifest_add(h->own, rel, 'f');
+		return 0;
+	}
+	if (h->prev && manifest_has(h->prev, NFD_FEATURES_FILE))
+		return 0;
+	if (!S_ISREG(st.st_mode)) {
+		sim_error(errs, "nfd", "pcibus: %s: exists and is not a regular file: left alone",
+			  NFD_FEATURES_FILE);
+		return -EEXIST;
+	}
+	if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0)
+		return -errno;
+	r = read_small(fd, &buf, &len);
+	close(fd);
+	if (r < 0)
+		return r;
+	r = host_write(h, rel, buf, len, st.st_mode & 07777);
+	free(buf);
+	if (r == 0)
+		log_info("%s: a features file that is not Mokka's: kept in %s, put back at "
+			 "teardown", NFD_FEATURES_FILE, rel);
+	return r;
+}
+
+int nfd_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
+{
+	char file[8192], kept[8192], rel[512];
+	int r = paths(&ctx->host, file, kept, sizeof(file), rel, sizeof(rel));
+
+	if (r == 0 && rename(kept, file) < 0 && errno != ENOENT)
+		r = -errno;
+	if (r < 0)
+		sim_error(errs, "nfd", "pcibus: putting back %s from %s: %s", NFD_FEATURES_FILE,
+			  rel, strerror(-r));
+	return r;
+}
+
 int nfd_render(struct host *h, const struct state *s, struct sim_errors *errs)
 {
 	char doc[2048], value[128];
@@ -100,8 +209,10 @@ int nfd_render(struct host *h, const struct state *s, struct sim_errors *errs)
 	}
 	if (off >= sizeof(doc))
 		r = -EOVERFLOW;
-	else
+	else if ((r = keep_foreign(h, errs)) == 0)
 		r = host_write(h, NFD_FEATURES_FILE, doc, off, 0644);
+	if (r == -EEXIST)
+		return r;
 	if (r < 0)
 		sim_error(errs, "nfd", "pcibus: %s: write: %s", NFD_FEATURES_FILE, strerror(-r));
 	return r;

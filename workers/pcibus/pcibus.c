@@ -59,10 +59,12 @@ static int pcibus_apply(struct sim_ctx *ctx, const struct state *s, struct sim_e
 	return nfd_render(&ctx->host, s, errs);
 }
 
-/* Revoke is the framework removing what Apply recorded. */
+/* Revoke is the framework removing what Apply recorded, after nfd_revoke
+ * put back a features file that was there before us. */
 const struct simulator pcibus_simulator = {
 	.name = "pcibus",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
 	.stage = pcibus_stage,
 	.apply = pcibus_apply,
+	.revoke = nfd_revoke,
 };

@@ -12,6 +12,8 @@
 int sysfs_tree_render(struct host *h, const struct pcibus_plan *p, struct sim_errors *errs);
 int procfs_render(struct host *h, const struct pcibus_plan *p, struct sim_errors *errs);
 int nfd_render(struct host *h, const struct state *s, struct sim_errors *errs);
+/* Revoke: puts back a features file that was there before us (nfd.c). */
+int nfd_revoke(struct sim_ctx *ctx, struct sim_errors *errs);
 
 #define NFD_FEATURES_FILE "/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features"
 
