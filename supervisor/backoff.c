@@ -2,6 +2,18 @@
 
 #include "supervisor/backoff.h"
 
+static uint64_t cap_ms = BACKOFF_CAP_MS;
+
+void backoff_set_cap(uint64_t ms)
+{
+	cap_ms = ms ? ms : BACKOFF_CAP_MS;
+}
+
+uint64_t backoff_cap(void)
+{
+	return cap_ms;
+}
+
 void backoff_started(struct backoff *b, uint64_t now)
 {
 	b->last_start = now;
@@ -9,17 +21,20 @@ void backoff_started(struct backoff *b, uint64_t now)
 
 bool backoff_crashed(struct backoff *b, uint64_t now)
 {
-	if (b->last_crash && now - b->last_crash > BACKOFF_RESET_MS)
+	if (b->last_crash && now - b->last_crash > BACKOFF_RESET_MS) {
+		/* A quiet minute: the unit stayed up, start over. */
 		b->attempt = 0;
+		b->throttled = false;
+	}
 	b->last_crash = now;
 	b->attempt++;
 	b->crashes[b->ncrash++ % BACKOFF_BURST] = now;
 	if (b->ncrash >= BACKOFF_BURST) {
 		uint64_t oldest = b->crashes[b->ncrash % BACKOFF_BURST];
 		if (now - oldest <= BACKOFF_RESET_MS)
-			b->failed = true;
+			b->throttled = true;
 	}
-	return b->failed;
+	return b->throttled;
 }
 
 static uint32_t next_rand(struct backoff *b)
@@ -34,10 +49,10 @@ uint64_t backoff_delay(struct backoff *b, uint64_t now)
 
 	if (b->attempt > 0) {
 		d = BACKOFF_FLOOR_MS;
-		for (unsigned i = 1; i < b->attempt && d < BACKOFF_CAP_MS; i++)
+		for (unsigned i = 1; i < b->attempt && d < cap_ms; i++)
 			d *= 2;
-		if (d > BACKOFF_CAP_MS)
-			d = BACKOFF_CAP_MS;
+		if (d > cap_ms || b->throttled)
+			d = cap_ms;
 		/* +-10 % so a fleet does not restart in lockstep */
 		int64_t j = (int64_t)(d / 10);
 		if (j > 0)

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ipc/log.h"
+#include "supervisor/pidfile.h"
 #include "supervisor/simtable.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
@@ -25,6 +27,50 @@ static struct daemon_proc *find_owned(struct supervisor *s, const char *owner)
 }
 
 static void daemon_start(struct supervisor *s, struct daemon_proc *d);
+
+/* R/state: where the daemon records live (pidfile.h). */
+static void records_dir(const struct supervisor *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s/state", s->opt.host_root, s->opt.mock_root);
+}
+
+/* /readyz and /metrics follow the daemon: up, or down since when and
+ * until when (status.h). */
+static void sync_status(struct daemon_proc *d)
+{
+	struct daemon_status *st = d->st;
+	uint64_t now = loop_now_ms();
+
+	st->pid = d->pid;
+	st->wanted = d->wanted;
+	if (d->pid)
+		st->down_since = 0;
+	else if (!st->down_since)
+		st->down_since = time(NULL);
+	st->next_try = 0;
+	if (loop_timer_armed(&d->restart))
+		st->next_try = time(NULL) + (time_t)((d->restart.due > now ?
+						     d->restart.due - now : 0) + 999) / 1000;
+	st->throttled = !d->pid && d->bo.throttled;
+}
+
+/* A crash or a failed start: retried with backoff, after a burst at the
+ * longest one; never given up for good. */
+static void schedule_restart(struct supervisor *s, struct daemon_proc *d)
+{
+	bool was = d->bo.throttled;
+	uint64_t delay;
+
+	backoff_crashed(&d->bo, loop_now_ms());
+	delay = backoff_delay(&d->bo, loop_now_ms());
+	if (d->bo.throttled && !was)
+		log_error("daemon %s: %d crashes within %d s; retrying every %llu s until it "
+			  "stays up", d->name, BACKOFF_BURST, BACKOFF_RESET_MS / 1000,
+			  (unsigned long long)(backoff_cap() / 1000));
+	log_info("daemon %s: restart in %llu ms", d->name, (unsigned long long)delay);
+	loop_timer_start(s->loop, &d->restart, delay);
+	sync_status(d);
+}
 
 static void restart_fire(struct loop *l, void *arg)
 {
@@ -40,7 +86,8 @@ static void daemon_start(struct supervisor *s, struct daemon_proc *d)
 	 * check; the capabilities are the row's, not ours. */
 	struct spawn_req req = { .path = d->path, .argv = d->spec.argv, .env_add = d->spec.env,
 				 .ipc_fd = -1, .caps = d->def->caps };
-	char err[512];
+	char err[512], dir[4200];
+	int r;
 
 	/* Never two copies: a daemon owns a socket, a port or a marker. */
 	if (d->pid)
@@ -49,14 +96,16 @@ static void daemon_start(struct supervisor *s, struct daemon_proc *d)
 	if (spawn_process(&req, &d->pid, err, sizeof(err)) < 0) {
 		d->pid = 0;
 		log_error("daemon %s: %s", d->name, err);
-		if (backoff_crashed(&d->bo, loop_now_ms())) {
-			d->st->failed = true;
-			return;
-		}
-		loop_timer_start(s->loop, &d->restart, backoff_delay(&d->bo, loop_now_ms()));
+		snprintf(d->st->last_exit, sizeof(d->st->last_exit), "%s", err);
+		schedule_restart(s, d);
 		return;
 	}
-	d->st->pid = d->pid;
+	/* So that a successor finds it should we die without a teardown. */
+	records_dir(s, dir, sizeof(dir));
+	if ((r = pidfile_write(dir, d->name, d->pid, d->path, d->spec.argv)) < 0)
+		log_warn("daemon %s: recording pid %d in %s: %s", d->name, (int)d->pid, dir,
+			 strerror(-r));
+	sync_status(d);
 	log_info("daemon %s started (pid %d)", d->name, (int)d->pid);
 }
 
@@ -80,6 +129,7 @@ static void daemon_stop(struct supervisor *s, struct daemon_proc *d)
 {
 	d->wanted = false;
 	loop_timer_stop(s->loop, &d->restart);
+	sync_status(d);
 	if (!d->pid || d->stopping)
 		return;
 	d->stopping = true;
@@ -152,44 +202,45 @@ void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload
 	snprintf(d->st->name, sizeof(d->st->name), "%s", dd->name);
 	snprintf(d->path, sizeof(d->path), "%s/%s", s->libexecdir, dd->name);
 	d->wanted = true;
-	if (!d->pid && !loop_timer_armed(&d->restart) && !d->st->failed)
+	if (!d->pid && !loop_timer_armed(&d->restart))
 		daemon_start(s, d);
+	sync_status(d);
 }
 
 bool daemons_on_exit(struct supervisor *s, pid_t pid, int status)
 {
+	char dir[4200];
+
 	for (int i = 0; i < MAX_DAEMONS; i++) {
 		struct daemon_proc *d = &s->daemons[i];
 		if (!d->used || d->pid != pid)
 			continue;
 		d->pid = 0;
-		d->st->pid = 0;
+		records_dir(s, dir, sizeof(dir));
+		pidfile_remove(dir, d->name);
 		loop_timer_stop(s->loop, &d->kill_timer);
+		if (WIFSIGNALED(status))
+			snprintf(d->st->last_exit, sizeof(d->st->last_exit), "died on signal %d",
+				 WTERMSIG(status));
+		else
+			snprintf(d->st->last_exit, sizeof(d->st->last_exit), "exited with status %d",
+				 WEXITSTATUS(status));
 		if (d->stopping) {
 			d->stopping = false;
 			log_info("daemon %s stopped", d->name);
 			if (d->wanted && !s->shutting_down)
 				daemon_start(s, d);	/* a changed command line */
+			sync_status(d);
 			reconcile_progress(s);
 			return true;
 		}
-		if (WIFSIGNALED(status))
-			log_warn("daemon %s (pid %d) died on signal %d", d->name, (int)pid, WTERMSIG(status));
-		else
-			log_warn("daemon %s (pid %d) exited with status %d", d->name, (int)pid,
-				 WEXITSTATUS(status));
-		if (s->shutting_down || !d->wanted)
-			return true;
-		d->st->restarts++;
-		if (backoff_crashed(&d->bo, loop_now_ms())) {
-			d->st->failed = true;
-			log_error("daemon %s: %d crashes within %d s; not restarting until the "
-				  "desired state changes", d->name, BACKOFF_BURST, BACKOFF_RESET_MS / 1000);
+		log_warn("daemon %s (pid %d) %s", d->name, (int)pid, d->st->last_exit);
+		if (s->shutting_down || !d->wanted) {
+			sync_status(d);
 			return true;
 		}
-		uint64_t delay = backoff_delay(&d->bo, loop_now_ms());
-		log_info("daemon %s: restart in %llu ms", d->name, (unsigned long long)delay);
-		loop_timer_start(s->loop, &d->restart, delay);
+		d->st->restarts++;
+		schedule_restart(s, d);
 		return true;
 	}
 	return false;
@@ -210,11 +261,21 @@ bool daemons_all_stopped(const struct supervisor *s)
 	return true;
 }
 
+/* A new desired state: a daemon waiting out a throttled backoff gets a
+ * fresh burst budget and starts now (a wanted one is started by the
+ * pass's spec otherwise). */
 void daemons_reset_failed(struct supervisor *s)
 {
-	for (int i = 0; i < MAX_DAEMONS; i++)
-		if (s->daemons[i].used && s->daemons[i].st->failed) {
-			s->daemons[i].st->failed = false;
-			backoff_reset(&s->daemons[i].bo);
+	for (int i = 0; i < MAX_DAEMONS; i++) {
+		struct daemon_proc *d = &s->daemons[i];
+
+		if (!d->used || !d->bo.throttled)
+			continue;
+		backoff_reset(&d->bo);
+		if (loop_timer_armed(&d->restart) && d->wanted && !s->shutting_down) {
+			loop_timer_stop(s->loop, &d->restart);
+			daemon_start(s, d);
 		}
+		sync_status(d);
+	}
 }

@@ -1,11 +1,15 @@
-/* The health listener: routes (/healthz, /readyz, /metrics) and a tiny
- * HTTP/1.1 server on the supervisor's loop.  One request per connection,
- * Connection: close, request-size cap, connection cap and a deadline per
- * connection, so a stuck or hostile client can never hold the loop. */
+/* The health listener: a tiny HTTP/1.1 server on the supervisor's loop
+ * (the routes are health_routes.c).  One request per connection,
+ * Connection: close, request-size cap, a deadline per connection, and
+ * slots per client address and in all where the newest connection wins
+ * (health.h), so neither a stuck nor a flooding client can hold the loop
+ * or lock a probe out. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,157 +20,25 @@
 #include "ipc/log.h"
 #include "supervisor/health.h"
 
-#define HEALTH_MAX_CONNS 64
+/* Unfinished connections held at once: in all, and per client address
+ * (a quarter, so one client cannot evict every other).  Well under the
+ * usual 1024 open files. */
+#define HEALTH_MAX_CONNS 256
+#define HEALTH_MAX_PER_PEER 64
+#define HEALTH_ACCEPT_BATCH 64		/* accepts per wakeup */
 #define HEALTH_DEADLINE_MS 1000	/* kubelet probes give up after 1 s */
 #define HEALTH_ACCEPT_PAUSE_MS 100	/* after EMFILE and the like */
 
 static const char TEXT_PLAIN[] = "text/plain; charset=utf-8";
-static const char PROM_TEXT[] = "text/plain; version=0.0.4; charset=utf-8";
-
-/* ---- routes ---- */
-
-static void put_iso_time(FILE *f, time_t t)
-{
-	struct tm tm;
-	char s[32];
-
-	if (t <= 0 || !gmtime_r(&t, &tm) ||
-	    strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		fputs("an unknown time", f);
-	else
-		fputs(s, f);
-}
-
-static void put_no_state(FILE *f, const struct node_status *st)
-{
-	fprintf(f, "no valid state yet: %s\n",
-		st->source_error[0] ? st->source_error : "none compiled so far");
-}
-
-static int route_healthz(const struct node_status *st, FILE *f)
-{
-	int failing = 0;
-
-	if (st->have_state && st->last_stage_ok) {
-		fputs("ok\n", f);
-		return 200;
-	}
-	if (!st->have_state)
-		put_no_state(f, st);
-	for (int i = 0; i < st->nsims; i++) {
-		const struct sim_status *s = &st->sims[i];
-
-		if (s->stage_ok)
-			continue;
-		fprintf(f, "%s: stage failing since ", s->name);
-		put_iso_time(f, s->failing_since);
-		fprintf(f, ": %s\n", s->stage_error[0] ? s->stage_error : "unknown error");
-		failing++;
-	}
-	if (st->have_state && !failing) {
-		fputs("last stage failed since ", f);
-		put_iso_time(f, st->stage_failing_since);
-		fputc('\n', f);
-	}
-	return 503;
-}
-
-static int route_readyz(const struct node_status *st, FILE *f)
-{
-	int code = 200;
-
-	if (st->shutting_down) {
-		fputs("shutting down\n", f);
-		return 503;
-	}
-	if (!st->have_state) {
-		put_no_state(f, st);
-		code = 503;
-	}
-	for (int i = 0; i < st->nsims; i++) {
-		const struct sim_status *s = &st->sims[i];
-
-		if (s->failed && s->violation)	/* say what it did, not a count */
-			fprintf(f, "%s: failed: %s\n", s->name, s->not_ready_reason[0]
-				? s->not_ready_reason : "protocol violation");
-		else if (s->failed)
-			fprintf(f, "%s: failed (restart limit)\n", s->name);
-		else if (!s->ready)
-			fprintf(f, "%s: not ready: %s\n", s->name,
-				s->not_ready_reason[0] ? s->not_ready_reason : "no reason given");
-		else
-			continue;
-		code = 503;
-	}
-	/* A daemon past its restart limit serves nothing either. */
-	for (int i = 0; i < st->ndaemons; i++) {
-		if (!st->daemons[i].failed)
-			continue;
-		fprintf(f, "%s: failed (restart limit)\n", st->daemons[i].name);
-		code = 503;
-	}
-	if (code == 200)
-		fputs("ready\n", f);
-	return code;
-}
-
-static int route_metrics(const struct node_status *st, FILE *f)
-{
-	char *m;
-
-	if (metrics_render(st, &m) < 0)
-		return 500;
-	fputs(m, f);
-	free(m);
-	return 200;
-}
-
-static const struct route {
-	const char *path;
-	int (*render)(const struct node_status *st, FILE *f);
-	const char *content_type;
-} routes[] = {
-	{ "/healthz", route_healthz, TEXT_PLAIN },
-	{ "/readyz", route_readyz, TEXT_PLAIN },
-	{ "/metrics", route_metrics, PROM_TEXT },
-};
-
-int health_route(const struct node_status *st, const char *path, char **body,
-		 const char **content_type)
-{
-	size_t plen = strcspn(path, "?#"), len = 0;
-	FILE *f = open_memstream(body, &len);
-	int code = 404;
-	size_t i;
-
-	*content_type = TEXT_PLAIN;
-	if (!f) {
-		*body = NULL;
-		return 500;
-	}
-	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (strlen(routes[i].path) == plen && !memcmp(routes[i].path, path, plen))
-			break;
-	if (i < sizeof(routes) / sizeof(routes[0])) {
-		code = routes[i].render(st, f);
-		*content_type = routes[i].content_type;
-	} else {
-		fputs("not found\n", f);
-	}
-	if (fclose(f) != 0) {
-		free(*body);
-		*body = NULL;
-		*content_type = TEXT_PLAIN;
-		return 500;
-	}
-	return code;
-}
 
 /* ---- server ---- */
 
 struct health_conn {
 	struct health *h;
 	int fd;
+	bool admitted;			/* holds a slot, on the loop */
+	struct in6_addr peer;		/* the client (IPv4 as v4-mapped) */
+	uint64_t since;			/* accepted, monotonic ms */
 	struct loop_timer deadline;
 	char *out;			/* the whole response, once known */
 	size_t out_len, out_off;
@@ -182,7 +54,7 @@ struct health {
 	struct loop_timer resume;	/* re-enables accept after a pause */
 	struct health_conn *conns[HEALTH_MAX_CONNS];
 	int nconns;
-	unsigned long dropped;		/* connections refused at the cap */
+	unsigned long evicted;		/* connections closed to make room */
 };
 
 static const struct {
@@ -209,14 +81,15 @@ static void conn_close(struct health_conn *c)
 	int drained = 0;
 
 	loop_timer_stop(h->l, &c->deadline);
-	loop_del_fd(h->l, c->fd);
+	if (c->admitted)
+		loop_del_fd(h->l, c->fd);
 	/* Unread input would make close() send RST, which can discard the
 	 * response before the client reads it: drain what has arrived. */
 	shutdown(c->fd, SHUT_WR);
 	while (drained < 16 && read(c->fd, junk, sizeof(junk)) > 0)
 		drained++;
 	close(c->fd);
-	for (int i = 0; i < h->nconns; i++)
+	for (int i = 0; c->admitted && i < h->nconns; i++)
 		if (h->conns[i] == c) {
 			h->conns[i] = h->conns[--h->nconns];
 			break;
@@ -232,6 +105,72 @@ static void conn_deadline(struct loop *l, void *arg)
 	log_debug("health: fd %d: closed after %d ms without a complete exchange",
 		  c->fd, HEALTH_DEADLINE_MS);
 	conn_close(c);
+}
+
+/* Logged at 1, 2, 4, 8, ... events: visible, but no log flood. */
+static void count_rare(unsigned long *n, const char *what)
+{
+	++*n;
+	if ((*n & (*n - 1)) == 0)
+		log_warn("health: %s (%lu so far)", what, *n);
+}
+
+/* A slot for a new connection from peer: when the peer holds its share,
+ * or all slots are taken, the oldest (its, or anyone's) is evicted.  The
+ * newest connection wins, so a client that floods us churns its own
+ * connections and never locks a probe out. */
+static void make_room(struct health *h, const struct in6_addr *peer)
+{
+	struct health_conn *oldest = NULL, *oldest_peer = NULL, *victim = NULL;
+	int same = 0;
+
+	for (int i = 0; i < h->nconns; i++) {
+		struct health_conn *c = h->conns[i];
+
+		if (!oldest || c->since < oldest->since)
+			oldest = c;
+		if (memcmp(&c->peer, peer, sizeof(*peer)))
+			continue;
+		same++;
+		if (!oldest_peer || c->since < oldest_peer->since)
+			oldest_peer = c;
+	}
+	if (same >= HEALTH_MAX_PER_PEER)
+		victim = oldest_peer;
+	else if (h->nconns >= HEALTH_MAX_CONNS)
+		victim = oldest;
+	if (!victim)
+		return;
+	count_rare(&h->evicted, same >= HEALTH_MAX_PER_PEER
+		   ? "a client at its connection limit: its oldest unfinished connection evicted"
+		   : "connection limit reached: the oldest unfinished connection evicted");
+	conn_close(victim);
+}
+
+static void conn_event(struct loop *l, int fd, uint32_t events, void *arg);
+
+/* c waits for more input (events EPOLLIN) or output (EPOLLOUT): it gets a
+ * slot, its deadline and a place on the loop.  0, or -1 with c closed. */
+static int conn_admit(struct health_conn *c, uint32_t events)
+{
+	struct health *h = c->h;
+
+	if (c->admitted) {
+		if (loop_mod_fd(h->l, c->fd, events) == 0)
+			return 0;
+		conn_close(c);
+		return -1;
+	}
+	make_room(h, &c->peer);
+	if (loop_add_fd(h->l, c->fd, events, conn_event, c) < 0) {
+		log_warn("health: fd %d: adding it to the loop failed", c->fd);
+		conn_close(c);
+		return -1;
+	}
+	c->admitted = true;
+	loop_timer_start(h->l, &c->deadline, HEALTH_DEADLINE_MS);
+	h->conns[h->nconns++] = c;
+	return 0;
 }
 
 /* Writes what it can; 1 = all sent, 0 = try again on EPOLLOUT, <0 error. */
@@ -305,14 +244,18 @@ static void conn_respond(struct health_conn *c, int parsed, const char *method,
 		return;
 	}
 	r = conn_flush(c);
-	if (r == 0 && loop_mod_fd(c->h->l, c->fd, EPOLLOUT) == 0)
-		return;		/* the rest goes out when the socket drains */
+	if (r == 0) {
+		conn_admit(c, EPOLLOUT);	/* the rest goes out when the socket drains */
+		return;
+	}
 	if (r < 0)
 		log_debug("health: fd %d: send: %s", c->fd, strerror(-r));
 	conn_close(c);
 }
 
-static void conn_read(struct health_conn *c)
+/* Reads what has arrived; answers a complete request.  Returns 0 when c
+ * waits for more input (still open), 1 when it was answered or closed. */
+static int conn_read(struct health_conn *c)
 {
 	char method[16], path[256];
 
@@ -323,17 +266,17 @@ static void conn_read(struct health_conn *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
+			return 0;
 		if (n <= 0) {	/* EOF or error before a complete request */
 			conn_close(c);
-			return;
+			return 1;
 		}
 		c->in_len += (size_t)n;
 		r = http_parse_request(c->in, c->in_len, method, sizeof(method),
 				       path, sizeof(path));
 		if (r != 0) {
 			conn_respond(c, r, method, path);
-			return;
+			return 1;
 		}
 	}
 }
@@ -351,34 +294,37 @@ static void conn_event(struct loop *l, int fd, uint32_t events, void *arg)
 		conn_close(c);
 }
 
-static void conn_accept(struct health *h, int fd)
+static void peer_of(const struct sockaddr_storage *ss, struct in6_addr *peer)
 {
-	struct health_conn *c;
+	memset(peer, 0, sizeof(*peer));
+	if (ss->ss_family == AF_INET6) {
+		*peer = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+	} else if (ss->ss_family == AF_INET) {	/* as its v4-mapped form */
+		peer->s6_addr[10] = peer->s6_addr[11] = 0xff;
+		memcpy(&peer->s6_addr[12], &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	}
+}
 
-	if (h->nconns >= HEALTH_MAX_CONNS) {
-		/* Logged at 1, 2, 4, 8, ... drops: visible, but no log flood. */
-		h->dropped++;
-		if ((h->dropped & (h->dropped - 1)) == 0)
-			log_warn("health: connection cap (%d) reached, %lu connection(s) dropped",
-				 HEALTH_MAX_CONNS, h->dropped);
+/* A request that is complete when we accept it (a probe sends it at once,
+ * and TCP_DEFER_ACCEPT holds back connections until data comes) is
+ * answered right here: it never queues behind, or competes for a slot
+ * with, connections that are idle or slow. */
+static void conn_accept(struct health *h, int fd, const struct sockaddr_storage *ss)
+{
+	struct health_conn *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		log_warn("health: accepting a connection: out of memory");
 		close(fd);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		goto fail;
 	c->h = h;
 	c->fd = fd;
-	if (loop_add_fd(h->l, fd, EPOLLIN | EPOLLRDHUP, conn_event, c) < 0)
-		goto fail;
+	c->since = loop_now_ms();
+	peer_of(ss, &c->peer);
 	loop_timer_init(&c->deadline, conn_deadline, c);
-	loop_timer_start(h->l, &c->deadline, HEALTH_DEADLINE_MS);
-	h->conns[h->nconns++] = c;
-	return;
-fail:
-	log_warn("health: accepting a connection: out of memory");
-	free(c);
-	close(fd);
+	if (conn_read(c) == 0)
+		conn_admit(c, EPOLLIN | EPOLLRDHUP);
 }
 
 static void listen_resume(struct loop *l, void *arg)
@@ -392,11 +338,15 @@ static void listen_event(struct loop *l, int fd, uint32_t events, void *arg)
 {
 	struct health *h = arg;
 
-	for (;;) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	/* A bounded batch: under a flood the other fds get their turn (the
+	 * listener stays readable and we come back). */
+	for (int i = 0; i < HEALTH_ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int cfd = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd >= 0) {
-			conn_accept(h, cfd);
+			conn_accept(h, cfd, &ss);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -454,6 +404,9 @@ static int listen_on(const struct sockaddr *sa, socklen_t salen)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* A connection that sends nothing stays in the kernel: it never
+	 * takes a slot here (health.h). */
+	setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one));
 	/* ":port" binds "::" and serves IPv4 too where the host allows. */
 	if (sa->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ipc/log.h"
@@ -160,20 +161,23 @@ static enum worker_state kill_worker(struct worker_proc *w, const char *why)
 	return WORKER_EXITING;
 }
 
-/* A crash (or a failed spawn): restart with backoff, or give up after a
- * burst.  In a teardown nothing is restarted. */
+/* A crash (or a failed spawn): restart with backoff; after a burst at the
+ * longest backoff, never given up for good, so the node recovers on its
+ * own once the cause goes away.  In a teardown nothing is restarted. */
 static enum worker_state crashed(struct worker_proc *w)
 {
 	struct supervisor *s = w->sup;
+	bool was = w->bo.throttled;
 	uint64_t d;
 
 	if (s->shutting_down)
 		return WORKER_DOWN;
-	if (backoff_crashed(&w->bo, loop_now_ms())) {
-		w->st->failed = true;
-		return WORKER_FAILED;
-	}
+	backoff_crashed(&w->bo, loop_now_ms());
 	d = backoff_delay(&w->bo, loop_now_ms());
+	if (w->bo.throttled && !was)
+		log_error("worker %s: %d crashes within %d s; retrying every %llu s until it "
+			  "stays up", w->def->name, BACKOFF_BURST, BACKOFF_RESET_MS / 1000,
+			  (unsigned long long)(backoff_cap() / 1000));
 	log_info("worker %s: restart in %llu ms", w->def->name, (unsigned long long)d);
 	loop_timer_start(s->loop, &w->restart, d);
 	return WORKER_BACKOFF;
@@ -223,13 +227,14 @@ static enum worker_state act_send_refused(struct worker_proc *w, struct event *e
 	char why[sizeof(w->op.error)];
 
 	op_begin(w, e);
-	if (w->state != WORKER_FAILED)
-		snprintf(why, sizeof(why), "worker not running");
-	else if (w->st->violation)	/* the reason it was failed for, not a count */
+	if (w->state == WORKER_FAILED)	/* the violation it was failed for */
 		snprintf(why, sizeof(why), "worker not running (failed: %s)",
 			 w->st->not_ready_reason);
+	else if (w->state == WORKER_BACKOFF && w->bo.throttled)
+		snprintf(why, sizeof(why), "worker not running (restarting after %d crashes "
+			 "in %d s)", BACKOFF_BURST, BACKOFF_RESET_MS / 1000);
 	else
-		snprintf(why, sizeof(why), "worker not running (restart limit reached)");
+		snprintf(why, sizeof(why), "worker not running");
 	op_fail(w, why);
 	e->rc = -ESRCH;
 	return w->state;
@@ -375,13 +380,7 @@ static enum worker_state act_exit(struct worker_proc *w, struct event *e)
 			  w->def->name);
 		return WORKER_FAILED;
 	}
-	if (crashed(w) == WORKER_FAILED) {
-		log_error("worker %s: %d crashes within %d s; not restarting until the "
-			  "desired state changes", w->def->name, BACKOFF_BURST,
-			  BACKOFF_RESET_MS / 1000);
-		return WORKER_FAILED;
-	}
-	return WORKER_BACKOFF;
+	return crashed(w);
 }
 
 static enum worker_state act_shutdown(struct worker_proc *w, struct event *e)
@@ -448,13 +447,33 @@ static const action_fn table[WORKER_STATE_COUNT][EV_COUNT] = {
 	},
 	[WORKER_BACKOFF] = {
 		[EV_START] = act_start, [EV_SEND] = act_send_down, [EV_RESTART] = act_restart,
-		[EV_SHUTDOWN] = act_cancel_restart,
+		[EV_SHUTDOWN] = act_cancel_restart, [EV_RESET] = act_reset,
 	},
 	[WORKER_FAILED] = {
 		[EV_SEND] = act_send_down, [EV_RESET] = act_reset,
 	},
 };
 #undef KILLS
+
+/* What /healthz and /metrics say about a worker follows its state: down
+ * since when, the next try, throttled (status.h). */
+static void sync_status(struct worker_proc *w)
+{
+	struct sim_status *st = w->st;
+	bool down = w->state == WORKER_DOWN || w->state == WORKER_BACKOFF ||
+		    w->state == WORKER_FAILED || w->state == WORKER_EXITING;
+	uint64_t now = loop_now_ms();
+
+	if (!down)
+		st->down_since = 0;
+	else if (!st->down_since)
+		st->down_since = time(NULL);
+	st->next_try = 0;
+	if (loop_timer_armed(&w->restart))
+		st->next_try = time(NULL) + (time_t)((w->restart.due > now ?
+						     w->restart.due - now : 0) + 999) / 1000;
+	st->throttled = down && w->bo.throttled;
+}
 
 static void dispatch(struct worker_proc *w, struct event *e)
 {
@@ -466,6 +485,7 @@ static void dispatch(struct worker_proc *w, struct event *e)
 	w->state = fn(w, e);
 	if (w->state == WORKER_DOWN || w->state == WORKER_BACKOFF || w->state == WORKER_FAILED)
 		w->pid = 0;
+	sync_status(w);
 	if (w->state != from)
 		log_debug("worker %s: %s -> %s", w->def->name, state_names[from],
 			  state_names[w->state]);

@@ -29,8 +29,10 @@ enum worker_state {
 	WORKER_BUSY,		/* an op in flight (deadline armed) */
 	WORKER_EXITING,		/* killed or its socket closed: waiting to reap */
 	WORKER_STOPPING,	/* shutdown sent: waiting to reap */
-	WORKER_BACKOFF,		/* crashed: the restart timer is armed */
-	WORKER_FAILED,		/* crash burst: down until the desired state changes */
+	WORKER_BACKOFF,		/* crashed: the restart timer is armed (after a
+				 * burst of crashes at the longest backoff) */
+	WORKER_FAILED,		/* a protocol violation: down until the desired
+				 * state changes (crashes never end here) */
 	WORKER_STATE_COUNT
 };
 
@@ -71,7 +73,9 @@ int worker_send_op(struct worker_proc *w, enum ipc_op op, int fd, uint64_t deadl
 void worker_abort(struct worker_proc *w);	/* fail-fast: ABORT to a busy worker */
 void worker_poll_status(struct worker_proc *w);	/* STATUS to an idle worker */
 void worker_shutdown(struct worker_proc *w);
-void worker_reset_failed(struct worker_proc *w);	/* a new desired state */
+/* A new desired state: a failed worker, or one waiting out its backoff,
+ * starts now with a fresh burst budget. */
+void worker_reset_failed(struct worker_proc *w);
 
 /* ---- what the IPC layer and the reaper report ---- */
 void worker_on_hello(struct worker_proc *w);

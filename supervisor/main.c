@@ -16,15 +16,18 @@
 #include "overrides/overrides.h"
 #include "profile/compile.h"
 #include "supervisor/health.h"
+#include "supervisor/pidfile.h"
 #include "supervisor/rootdirs.h"
 #include "supervisor/sdnotify.h"
 #include "supervisor/source.h"
 #include "supervisor/supervisor.h"
 
-static void locate_libexec(struct supervisor *s)
+/* True when run from the build tree (the workers sit next to us). */
+static bool locate_libexec(struct supervisor *s)
 {
 	char exe[PATH_MAX], probe[PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	bool build_tree = false;
 
 	snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", MOKKA_LIBEXECDIR);
 	if (n > 0) {
@@ -34,12 +37,49 @@ static void locate_libexec(struct supervisor *s)
 			*slash = '\0';
 			/* Run from the build tree: workers sit next to us. */
 			snprintf(probe, sizeof(probe), "%s/mokka-worker-pcibus", exe);
-			if (access(probe, X_OK) == 0)
+			if (access(probe, X_OK) == 0) {
 				snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", exe);
+				build_tree = true;
+			}
 		}
 	}
 	if (getenv("MOKKA_LIBEXECDIR") && *getenv("MOKKA_LIBEXECDIR"))
 		snprintf(s->libexecdir, sizeof(s->libexecdir), "%s", getenv("MOKKA_LIBEXECDIR"));
+	return build_tree;
+}
+
+/* The tests' knob, honoured only in a build-tree run (never installed):
+ * MOKKA_TEST_RESTART_CAP_MS lowers the longest restart backoff (30 s), so
+ * a test sees a throttled worker come back within seconds. */
+static void test_knobs(bool build_tree)
+{
+	const char *v = getenv("MOKKA_TEST_RESTART_CAP_MS");
+	char *end;
+	unsigned long ms;
+
+	if (!build_tree || !v || !*v)
+		return;
+	errno = 0;
+	ms = strtoul(v, &end, 10);
+	if (errno || *end || ms < 100 || ms > BACKOFF_CAP_MS) {
+		log_warn("MOKKA_TEST_RESTART_CAP_MS=%s: not 100..%d; ignored", v, BACKOFF_CAP_MS);
+		return;
+	}
+	backoff_set_cap(ms);
+	log_warn("test build: the longest restart backoff is %lu ms", ms);
+}
+
+/* Daemons a SIGKILLed predecessor on this root left running are stopped
+ * before ours start: one instance of each, always (pidfile.h). */
+static void stop_stale_daemons(const struct supervisor *s)
+{
+	char dir[8192];
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s%s/state", s->opt.host_root, s->opt.mock_root);
+	r = pidfile_stop_stale(dir, 2000);
+	if (r < 0)
+		log_warn("%s: looking for daemons of a previous instance: %s", dir, strerror(-r));
 }
 
 /* A restart means a pristine profile (SURFACES.md §0): runtime overrides
@@ -187,7 +227,7 @@ int main(int argc, char **argv)
 	s->phase = PASS_IDLE;
 	state_init(&s->state);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	locate_libexec(s);
+	test_knobs(locate_libexec(s));
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -209,6 +249,7 @@ int main(int argc, char **argv)
 
 	if (rootdirs_prepare(&rd, s->opt.host_root, s->opt.mock_root) < 0)
 		return 1;
+	stop_stale_daemons(s);
 	if (workers_setup(s) < 0)
 		return 2;
 	truncate_overrides(s);

@@ -13,7 +13,9 @@
 _Static_assert(offsetof(struct sim_status, name) == 0, "sim_status.name first");
 _Static_assert(offsetof(struct daemon_status, name) == 0, "daemon_status.name first");
 
-enum field_kind { F_U64, F_UINT, F_BOOL, F_DOUBLE, F_TIME, F_DAEMON_UP };
+/* F_STAGE_OK, F_SIM_UP, F_DAEMON_UP are computed: they agree with /healthz
+ * and /readyz (health_routes.c). */
+enum field_kind { F_U64, F_UINT, F_BOOL, F_DOUBLE, F_TIME, F_STAGE_OK, F_SIM_UP, F_DAEMON_UP };
 
 struct family {
 	const char *name, *type, *help;
@@ -38,14 +40,23 @@ static const struct family node_families[] = {
 };
 
 static const struct family sim_families[] = {
-	{ "mokka_stage_ok", "gauge", "1 if the simulator's last Stage succeeded.",
-	  offsetof(struct sim_status, stage_ok), F_BOOL },
+	{ "mokka_stage_ok", "gauge",
+	  "1 if the simulator's last Stage succeeded and its worker runs (as /healthz).",
+	  0, F_STAGE_OK },
+	{ "mokka_worker_up", "gauge", "1 if the simulator's worker runs.", 0, F_SIM_UP },
+	{ "mokka_worker_down_since_timestamp_seconds", "gauge",
+	  "Unix time the worker stopped running, 0 while it runs.",
+	  offsetof(struct sim_status, down_since), F_TIME },
 	{ "mokka_ready", "gauge", "1 if the simulator reports itself ready.",
 	  offsetof(struct sim_status, ready), F_BOOL },
 	{ "mokka_worker_restarts_total", "counter", "Restarts of the simulator's worker.",
 	  offsetof(struct sim_status, restarts), F_UINT },
-	{ "mokka_worker_failed", "gauge", "1 if the worker hit its restart limit.",
+	{ "mokka_worker_failed", "gauge",
+	  "1 if the worker is held down for a protocol violation until the state changes.",
 	  offsetof(struct sim_status, failed), F_BOOL },
+	{ "mokka_worker_throttled", "gauge",
+	  "1 while the worker, after 5 crashes in 60 s, is retried at the longest backoff.",
+	  offsetof(struct sim_status, throttled), F_BOOL },
 	{ "mokka_stage_duration_seconds", "gauge", "Duration of the last Stage.",
 	  offsetof(struct sim_status, last_stage_seconds), F_DOUBLE },
 	{ "mokka_apply_duration_seconds", "gauge", "Duration of the last Apply.",
@@ -61,14 +72,18 @@ static const struct family daemon_families[] = {
 	  offsetof(struct daemon_status, restarts), F_UINT },
 	{ "mokka_daemon_up", "gauge", "1 if the daemon is running.",
 	  0, F_DAEMON_UP },
-	{ "mokka_daemon_failed", "gauge", "1 if the daemon hit its restart limit.",
-	  offsetof(struct daemon_status, failed), F_BOOL },
+	{ "mokka_daemon_down_since_timestamp_seconds", "gauge",
+	  "Unix time the daemon went down, 0 while it runs.",
+	  offsetof(struct daemon_status, down_since), F_TIME },
+	{ "mokka_daemon_throttled", "gauge",
+	  "1 while the daemon, after 5 crashes in 60 s, is retried at the longest backoff.",
+	  offsetof(struct daemon_status, throttled), F_BOOL },
 };
 
 static void put_value(FILE *f, const void *base, const struct family *fam)
 {
 	const char *p = (const char *)base + fam->off;
-	const struct daemon_status *d = base;
+	const struct sim_status *s = base;
 
 	switch (fam->kind) {
 	case F_U64:	fprintf(f, "%" PRIu64, *(const uint64_t *)p); break;
@@ -76,7 +91,9 @@ static void put_value(FILE *f, const void *base, const struct family *fam)
 	case F_BOOL:	fprintf(f, "%d", *(const bool *)p ? 1 : 0); break;
 	case F_DOUBLE:	fprintf(f, "%.9g", *(const double *)p); break;
 	case F_TIME:	fprintf(f, "%lld", (long long)*(const time_t *)p); break;
-	case F_DAEMON_UP: fprintf(f, "%d", d->pid > 0 && !d->failed); break;
+	case F_STAGE_OK: fprintf(f, "%d", s->stage_ok && !health_sim_down(s)); break;
+	case F_SIM_UP:	fprintf(f, "%d", !health_sim_down(s)); break;
+	case F_DAEMON_UP: fprintf(f, "%d", ((const struct daemon_status *)base)->pid > 0); break;
 	}
 }
 

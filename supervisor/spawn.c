@@ -72,11 +72,22 @@ static int limit_caps(const int *caps)
 /* Runs in the child between fork and exec: async-signal-safe calls only
  * (setenv/unsetenv on our private copy are fine after fork in a
  * single-threaded parent). */
-static void child(const struct spawn_req *r, int errpipe)
+static void child(const struct spawn_req *r, int errpipe, pid_t parent)
 {
 	sigset_t none;
 	int e;
 
+	/* One instance of each daemon: a child dies with the supervisor that
+	 * started it (kept across exec: our children never gain privileges
+	 * on exec).  Had the parent died before the line above, we would now
+	 * belong to someone else and no signal would come: check. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+		e = errno;
+		(void)!write(errpipe, &e, sizeof(e));
+		_exit(127);
+	}
+	if (getppid() != parent)
+		_exit(127);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int s = 1; s < NSIG; s++)
@@ -120,6 +131,7 @@ fail:
 
 int spawn_process(const struct spawn_req *r, pid_t *pid, char *err, size_t errlen)
 {
+	pid_t parent = getpid();
 	int p[2], e = 0;
 	ssize_t n;
 
@@ -137,7 +149,7 @@ int spawn_process(const struct spawn_req *r, pid_t *pid, char *err, size_t errle
 	}
 	if (*pid == 0) {
 		close(p[0]);
-		child(r, p[1]);
+		child(r, p[1], parent);
 	}
 	close(p[1]);
 	do

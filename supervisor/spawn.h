@@ -1,4 +1,5 @@
-/* fork+exec of workers and daemons with a clean slate: reset signals,
+/* fork+exec of workers and daemons with a clean slate: SIGKILL when the
+ * supervisor dies (PR_SET_PDEATHSIG), reset signals,
  * own session, the IPC socket pinned at fd 3 and every other fd closed,
  * no_new_privs, exactly the capabilities asked for (bounding set reduced
  * to them; inheritable and ambient sets cleared, so a root child gets

@@ -10,14 +10,19 @@
 struct sim_status {
 	char name[32];
 	pid_t pid;			/* worker pid, 0 when not running */
+	time_t down_since;		/* wall clock it stopped running, 0 = running
+					 * (or never started); not_ready_reason says why */
+	time_t next_try;		/* wall clock of the next restart, 0 = none */
+	bool throttled;			/* 5 crashes in 60 s: retried at the longest
+					 * backoff until it stays up */
 	bool stage_ok;			/* last Stage of this simulator */
 	char stage_error[512];		/* first error of the last failed Stage */
 	time_t failing_since;		/* wall clock, 0 when ok */
 	bool ready;
 	char not_ready_reason[256];
-	bool failed;			/* burst limit hit: not restarted */
-	bool violation;			/* failed for a protocol violation instead:
-					 * not_ready_reason says which */
+	bool failed;			/* held down until the desired state changes:
+					 * only a protocol violation does that */
+	bool violation;			/* set with failed: not_ready_reason says which */
 	unsigned restarts;
 	unsigned stage_failures, apply_failures;
 	double last_stage_seconds, last_apply_seconds;
@@ -26,8 +31,12 @@ struct sim_status {
 struct daemon_status {
 	char name[32];			/* "mokka-fabricmanager" */
 	pid_t pid;
+	bool wanted;			/* the state calls for it: down is not ready */
+	time_t down_since;		/* wall clock it went down, 0 = running */
+	time_t next_try;		/* wall clock of the next start, 0 = none */
+	char last_exit[64];		/* "died on signal 9", "exec ...: ..." */
 	unsigned restarts;
-	bool failed;
+	bool throttled;			/* 5 crashes in 60 s: longest backoff */
 };
 
 struct node_status {

@@ -1,5 +1,6 @@
 /* Restart policy: start floor, exponential delays with jitter, the crash
- * burst limit and its reset.  Time is simulated (ms). */
+ * burst limit (a throttle to the longest backoff, never a give-up) and its
+ * reset.  Time is simulated (ms). */
 #include <stdint.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ Test(backoff, first_start_is_immediate)
 
 	init(&b, 1);
 	cr_assert_eq(backoff_delay(&b, T0), 0);
-	cr_assert_not(b.failed);
+	cr_assert_not(b.throttled);
 }
 
 Test(backoff, one_second_floor_between_starts)
@@ -129,20 +130,63 @@ Test(backoff, elapsed_time_since_crash_counts)
 	cr_assert_leq(later, 1400);
 }
 
-Test(backoff, five_crashes_within_a_minute_fail)
+/* Issue 19: the burst limit used to fail a unit for good ("stays failed"
+ * was asserted here); now it throttles, and a quiet minute ends that. */
+Test(backoff, five_crashes_within_a_minute_throttle)
 {
 	struct backoff b;
 
 	init(&b, 1);
 	for (int k = 0; k < 4; k++) {
 		cr_assert_not(backoff_crashed(&b, T0 + (uint64_t)k * 14000), "crash %d", k + 1);
-		cr_assert_not(b.failed);
+		cr_assert_not(b.throttled);
 	}
 	/* fifth at +56 s: five within 60 s */
 	cr_assert(backoff_crashed(&b, T0 + 56000));
-	cr_assert(b.failed);
-	/* stays failed */
-	cr_assert(backoff_crashed(&b, T0 + 500000));
+	cr_assert(b.throttled);
+	/* crashes that keep coming keep it throttled, even spaced 59 s */
+	cr_assert(backoff_crashed(&b, T0 + 115000));
+	cr_assert(backoff_crashed(&b, T0 + 174000));
+	/* a minute without a crash: a fresh start */
+	cr_assert_not(backoff_crashed(&b, T0 + 500000));
+	cr_assert_not(b.throttled);
+	uint64_t d = backoff_delay(&b, T0 + 500000);
+	cr_assert_geq(d, 900);
+	cr_assert_leq(d, 1100);
+}
+
+Test(backoff, throttled_waits_the_longest_backoff)
+{
+	for (uint32_t seed = 1; seed < 50; seed++) {
+		struct backoff b;
+
+		init(&b, seed);
+		/* five quick crashes: the attempt count alone would say ~16 s */
+		for (int k = 0; k < BACKOFF_BURST; k++)
+			backoff_crashed(&b, T0 + (uint64_t)k * 100);
+		cr_assert(b.throttled);
+		uint64_t d = backoff_delay(&b, T0 + 400);
+		cr_assert_geq(d, 27000, "seed %u: %lu", seed, (unsigned long)d);
+		cr_assert_leq(d, 33000, "seed %u: %lu", seed, (unsigned long)d);
+		/* and it is a delay, not a refusal: it runs down to 0 */
+		cr_assert_eq(backoff_delay(&b, T0 + 400 + 33000), 0);
+	}
+}
+
+Test(backoff, cap_is_injectable_for_tests)
+{
+	struct backoff b;
+
+	init(&b, 3);
+	backoff_set_cap(2000);
+	cr_assert_eq(backoff_cap(), 2000);
+	for (int k = 0; k < BACKOFF_BURST; k++)
+		backoff_crashed(&b, T0 + (uint64_t)k * 100);
+	uint64_t d = backoff_delay(&b, T0 + 400);
+	cr_assert_geq(d, 1800);
+	cr_assert_leq(d, 2200);
+	backoff_set_cap(0);	/* back to the default */
+	cr_assert_eq(backoff_cap(), BACKOFF_CAP_MS);
 }
 
 Test(backoff, five_crashes_just_over_a_minute_do_not_fail)
@@ -152,7 +196,7 @@ Test(backoff, five_crashes_just_over_a_minute_do_not_fail)
 	init(&b, 1);
 	for (int k = 0; k < 5; k++)
 		cr_assert_not(backoff_crashed(&b, T0 + (uint64_t)k * 15001), "crash %d", k + 1);
-	cr_assert_not(b.failed);
+	cr_assert_not(b.throttled);
 	/* but a quick sixth makes the last five span < 60 s */
 	cr_assert(backoff_crashed(&b, T0 + 60010));
 }
@@ -186,7 +230,7 @@ Test(backoff, spaced_crashes_reset_and_never_fail)
 		cr_assert_geq(d, 900, "crash %d: %lu", k, (unsigned long)d);
 		cr_assert_leq(d, 1100, "crash %d: %lu", k, (unsigned long)d);
 	}
-	cr_assert_not(b.failed);
+	cr_assert_not(b.throttled);
 }
 
 Test(backoff, reset_clears_failed)
@@ -197,9 +241,9 @@ Test(backoff, reset_clears_failed)
 	backoff_started(&b, T0 + 4000);
 	for (int k = 0; k < 5; k++)
 		backoff_crashed(&b, T0 + (uint64_t)k * 1000);
-	cr_assert(b.failed);
+	cr_assert(b.throttled);
 	backoff_reset(&b);
-	cr_assert_not(b.failed);
+	cr_assert_not(b.throttled);
 	cr_assert_eq(b.attempt, 0);
 	cr_assert_eq(b.seed, 5, "seed kept");
 	/* the start floor still holds after a reset */

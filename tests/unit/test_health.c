@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -259,29 +260,46 @@ Test(routes, readyz_ready, .init = status_good)
 	free(body);
 }
 
-Test(routes, readyz_not_ready_and_failed, .init = status_good)
+/* A worker at its restart limit is retried every 30 s (issue 19), and
+ * until it runs again both routes say so, with since when. */
+static void throttle_pcibus(void)
+{
+	sims[1].pid = 0;
+	sims[1].ready = false;
+	sims[1].throttled = true;
+	sims[1].down_since = 1700000000;	/* 2023-11-14T22:13:20Z */
+	sims[1].next_try = time(NULL) + 20;
+	strcpy(sims[1].not_ready_reason, "worker exited on signal 9");
+}
+
+Test(routes, readyz_not_ready_and_throttled, .init = status_good)
 {
 	char *body;
 	const char *ct;
 
 	sims[0].ready = false;
 	strcpy(sims[0].not_ready_reason, "waiting for the apply barrier");
-	sims[1].failed = true;
-	sims[1].ready = false;
+	throttle_pcibus();
 	cr_assert_eq(route("/readyz", &body, &ct), 503);
 	cr_assert(strstr(body, "nvml: not ready: waiting for the apply barrier"), "%s", body);
-	cr_assert(strstr(body, "pcibus: failed (restart limit)"), "%s", body);
+	cr_assert(strstr(body, "pcibus: restarting after 5 crashes in 60 s, next try in "),
+		  "%s", body);
+	cr_assert(strstr(body, "; down since 2023-11-14T22:13:20Z (worker exited on signal 9)\n"),
+		  "%s", body);
 	free(body);
 }
 
-Test(routes, readyz_failed_even_if_ready_flag, .init = status_good)
+Test(routes, readyz_down_even_if_ready_flag, .init = status_good)
 {
 	char *body;
 	const char *ct;
 
-	sims[1].failed = true;
+	/* the last ready report came from the worker that is gone */
+	sims[1].pid = 0;
+	sims[1].down_since = 1700000000;
 	cr_assert_eq(route("/readyz", &body, &ct), 503);
-	cr_assert(strstr(body, "pcibus: failed (restart limit)"), "%s", body);
+	cr_assert(strstr(body, "pcibus: no worker running; down since 2023-11-14T22:13:20Z"),
+		  "%s", body);
 	cr_assert_null(strstr(body, "nvml"), "%s", body);
 	free(body);
 }
@@ -296,26 +314,176 @@ Test(routes, readyz_failed_for_a_violation_gives_the_reason, .init = status_good
 	sims[1].ready = false;
 	strcpy(sims[1].not_ready_reason,
 	       "daemon spec rejected: mokka-evil: not in this simulator's row");
+	sims[1].pid = 0;
+	sims[1].down_since = 1700000000;
 	cr_assert_eq(route("/readyz", &body, &ct), 503);
 	cr_assert(strstr(body, "pcibus: failed: daemon spec rejected: mokka-evil: not in this "
-			 "simulator's row\n"), "%s", body);
+			 "simulator's row (down since 2023-11-14T22:13:20Z; not restarted until "
+			 "the desired state changes)\n"), "%s", body);
 	cr_assert_null(strstr(body, "restart limit"), "%s", body);
+	cr_assert_null(strstr(body, "crashes"), "%s", body);
 	free(body);
 	/* no reason kept: still not the restart limit */
 	sims[1].not_ready_reason[0] = '\0';
 	cr_assert_eq(route("/readyz", &body, &ct), 503);
-	cr_assert(strstr(body, "pcibus: failed: protocol violation\n"), "%s", body);
+	cr_assert(strstr(body, "pcibus: failed: protocol violation ("), "%s", body);
+	free(body);
+	/* and /healthz the same */
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "pcibus: failed: protocol violation ("), "%s", body);
 	free(body);
 }
 
-Test(routes, readyz_failed_daemon, .init = status_good)
+/* Issue 20: /readyz stayed 200 up to 33 s after a daemon was killed. */
+Test(routes, readyz_daemon_down, .init = status_good)
 {
 	char *body;
 	const char *ct;
 
-	daemons[0].failed = true;
+	daemons[0].wanted = true;
+	daemons[0].pid = 0;
+	daemons[0].down_since = 1700000000;
+	daemons[0].next_try = time(NULL) + 1;
+	strcpy(daemons[0].last_exit, "died on signal 9");
 	cr_assert_eq(route("/readyz", &body, &ct), 503);
-	cr_assert(strstr(body, "mokka-fabricmanager: failed (restart limit)"), "%s", body);
+	cr_assert(strstr(body, "mokka-fabricmanager: restarting, next try in "), "%s", body);
+	cr_assert(strstr(body, "; down since 2023-11-14T22:13:20Z (died on signal 9)\n"),
+		  "%s", body);
+	free(body);
+	/* at its restart limit: retried at the longest backoff, and says so */
+	daemons[0].throttled = true;
+	cr_assert_eq(route("/readyz", &body, &ct), 503);
+	cr_assert(strstr(body, "mokka-fabricmanager: restarting after 5 crashes in 60 s, "
+			 "next try in "), "%s", body);
+	free(body);
+	/* liveness is the simulators' */
+	cr_assert_eq(route("/healthz", &body, &ct), 200);
+	free(body);
+	/* back up */
+	daemons[0].pid = 300;
+	daemons[0].down_since = 0;
+	daemons[0].next_try = 0;
+	cr_assert_eq(route("/readyz", &body, &ct), 200);
+	free(body);
+}
+
+Test(routes, readyz_daemon_not_wanted_is_not_down, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	/* the state calls for no fabric manager any more: stopped, not down */
+	daemons[0].wanted = false;
+	daemons[0].pid = 0;
+	daemons[0].down_since = 1700000000;
+	cr_assert_eq(route("/readyz", &body, &ct), 200);
+	free(body);
+}
+
+/* ---- /healthz in every state of a worker (issue 20) ---- */
+
+Test(routes, healthz_worker_in_backoff, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	/* Stage ok, but the worker crashed a moment ago: no "ok" */
+	sims[1].pid = 0;
+	sims[1].down_since = 1700000000;
+	sims[1].next_try = time(NULL) + 1;
+	strcpy(sims[1].not_ready_reason, "worker exited on signal 9");
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "pcibus: restarting, next try in "), "%s", body);
+	cr_assert(strstr(body, "; down since 2023-11-14T22:13:20Z (worker exited on signal 9)\n"),
+		  "%s", body);
+	cr_assert_null(strstr(body, "nvml"), "a running simulator is named: %s", body);
+	cr_assert_null(strstr(body, "ok\n"), "%s", body);
+	free(body);
+}
+
+Test(routes, healthz_worker_throttled, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	throttle_pcibus();
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "pcibus: restarting after 5 crashes in 60 s, next try in "),
+		  "%s", body);
+	/* 20 s from now, give or take the second the test straddles */
+	cr_assert(strstr(body, "next try in 20 s;") || strstr(body, "next try in 19 s;"),
+		  "%s", body);
+	free(body);
+	/* a try that is due says 0, never a negative count */
+	sims[1].next_try = time(NULL) - 5;
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "next try in 0 s;"), "%s", body);
+	free(body);
+	/* it came back: ok again without any state change */
+	sims[1].pid = 321;
+	sims[1].down_since = 0;
+	sims[1].throttled = false;
+	sims[1].next_try = 0;
+	cr_assert_eq(route("/healthz", &body, &ct), 200);
+	free(body);
+}
+
+Test(routes, healthz_worker_killed_not_reaped_yet, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	/* killed for a protocol error: pid still set until reaped */
+	sims[0].down_since = 1700000000;
+	strcpy(sims[0].not_ready_reason, "protocol error: hello: bad name");
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "nvml: no worker running; down since 2023-11-14T22:13:20Z "
+			 "(protocol error: hello: bad name)\n"), "%s", body);
+	free(body);
+}
+
+Test(routes, healthz_worker_never_started, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	sims[0].pid = 0;
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "nvml: no worker running; down since an unknown time"), "%s", body);
+	free(body);
+}
+
+Test(routes, healthz_down_beats_stage_line, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	/* One line per simulator: that it is down says more than the stage
+	 * that failed because it was. */
+	throttle_pcibus();
+	st.last_stage_ok = false;
+	sims[1].stage_ok = false;
+	strcpy(sims[1].stage_error, "worker not running (restarting after 5 crashes in 60 s)");
+	cr_assert_eq(route("/healthz", &body, &ct), 503);
+	cr_assert(strstr(body, "pcibus: restarting after 5 crashes"), "%s", body);
+	cr_assert_null(strstr(body, "stage failing"), "%s", body);
+	free(body);
+}
+
+Test(routes, healthz_teardown_stops_workers_on_purpose, .init = status_good)
+{
+	char *body;
+	const char *ct;
+
+	st.shutting_down = true;
+	for (int i = 0; i < 2; i++) {
+		sims[i].pid = 0;
+		sims[i].down_since = 1700000000;
+	}
+	cr_assert_eq(route("/healthz", &body, &ct), 200);
+	free(body);
+	cr_assert_eq(route("/readyz", &body, &ct), 503);
+	cr_assert_str_eq(body, "shutting down\n");
 	free(body);
 }
 
@@ -420,6 +588,38 @@ Test(metrics, series_and_values, .init = status_good)
 	free(m);
 }
 
+/* The metrics agree with /healthz and /readyz (issue 20: stage_ok stayed 1
+ * for 91 s while gpudriver had no worker). */
+Test(metrics, agree_with_health, .init = status_good)
+{
+	char *m;
+
+	m = render();
+	HAS(m, "mokka_stage_ok{simulator=\"pcibus\"} 1\n");
+	HAS(m, "mokka_worker_up{simulator=\"pcibus\"} 1\n");
+	HAS(m, "mokka_worker_throttled{simulator=\"pcibus\"} 0\n");
+	HAS(m, "mokka_worker_down_since_timestamp_seconds{simulator=\"pcibus\"} 0\n");
+	HAS(m, "mokka_daemon_throttled{daemon=\"mokka-fabricmanager\"} 0\n");
+	free(m);
+	throttle_pcibus();
+	daemons[0].pid = 0;
+	daemons[0].wanted = true;
+	daemons[0].throttled = true;
+	daemons[0].down_since = 1700000001;
+	m = render();
+	HAS(m, "mokka_stage_ok{simulator=\"pcibus\"} 0\n");
+	HAS(m, "mokka_stage_ok{simulator=\"nvml\"} 1\n");
+	HAS(m, "mokka_worker_up{simulator=\"pcibus\"} 0\n");
+	HAS(m, "mokka_worker_throttled{simulator=\"pcibus\"} 1\n");
+	HAS(m, "mokka_worker_failed{simulator=\"pcibus\"} 0\n");
+	HAS(m, "mokka_worker_down_since_timestamp_seconds{simulator=\"pcibus\"} 1700000000\n");
+	HAS(m, "mokka_daemon_up{daemon=\"mokka-fabricmanager\"} 0\n");
+	HAS(m, "mokka_daemon_throttled{daemon=\"mokka-fabricmanager\"} 1\n");
+	HAS(m, "mokka_daemon_down_since_timestamp_seconds{daemon=\"mokka-fabricmanager\"} "
+	    "1700000001\n");
+	free(m);
+}
+
 Test(metrics, label_escaping, .init = status_good)
 {
 	char *m;
@@ -484,18 +684,51 @@ static void server_down(void)
 	loop_free(lp);
 }
 
-static int client(void)
+/* A client from 127.0.0.<host> (all of 127/8 is loopback). */
+static int client_from(int host)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons((uint16_t)health_port(srv)),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in me = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)host) };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0, "%s", strerror(errno));
 	/* The backlog completes the handshake before the loop accepts. */
 	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
+}
+
+static int client(void)
+{
+	return client_from(1);
+}
+
+/* A client that starts a request and never finishes it (it is accepted:
+ * it sent something). */
+static int slow_client_from(int host)
+{
+	int fd = client_from(host);
+
+	cr_assert_eq(send(fd, "GET /rea", 8, 0), 8);
+	return fd;
+}
+
+static bool closed_by_server(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, 0);
+
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+static void spin(int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		loop_run_once(lp, 10);
 }
 
 /* Drives the loop until the server closes fd; returns the ms it took, or
@@ -598,14 +831,30 @@ Test(server, oversized_request_refused, .init = server_up, .fini = server_down)
 	free(req);
 }
 
-Test(server, silent_client_closed_at_deadline, .init = server_up, .fini = server_down)
+Test(server, slow_client_closed_at_deadline, .init = server_up, .fini = server_down)
 {
 	char resp[256];
-	int fd = client();
+	int fd = slow_client_from(1);
 	long ms = drain(fd, resp, sizeof(resp), 3000);
 
 	cr_assert_geq(ms, 900, "closed too early (%ld ms)", ms);
 	cr_assert_leq(ms, 2000, "not closed at the deadline (%ld ms)", ms);
+	cr_assert_str_eq(resp, "");
+	close(fd);
+}
+
+/* One that sends nothing waits in the kernel (TCP_DEFER_ACCEPT), holding
+ * no slot; handed over at last, it meets the same deadline. */
+Test(server, silent_client_takes_no_slot_and_is_closed, .init = server_up, .fini = server_down)
+{
+	char resp[4096];
+	int fd = client();
+
+	spin(10);
+	cr_assert_geq(get("GET /healthz HTTP/1.1\r\n\r\n", resp, sizeof(resp)), 0);
+	cr_assert(!strncmp(resp, "HTTP/1.1 200 ", 13), "%s", resp);
+	long ms = drain(fd, resp, sizeof(resp), 5000);
+	cr_assert_geq(ms, 0, "a silent connection held for 5 s");
 	cr_assert_str_eq(resp, "");
 	close(fd);
 }
@@ -624,37 +873,89 @@ Test(server, partial_request_completed_later, .init = server_up, .fini = server_
 	close(fd);
 }
 
-Test(server, connection_cap, .init = server_up, .fini = server_down)
+/* One client holds at most 64 unfinished connections; past that its
+ * oldest goes, so the newest (a probe's) is the one that stays. */
+Test(server, per_client_cap_evicts_the_oldest, .init = server_up, .fini = server_down)
 {
 	enum { N = 70 };
-	int fds[N], closed = 0, open_fd = -1;
-	char resp[4096], c;
+	int fds[N], closed = 0;
+	char resp[4096];
 
-	for (int i = 0; i < N; i++)
-		fds[i] = client();
-	for (int i = 0; i < 20; i++)
-		loop_run_once(lp, 10);
 	for (int i = 0; i < N; i++) {
-		ssize_t n = recv(fds[i], &c, 1, 0);
+		fds[i] = slow_client_from(1);
+		spin(1);	/* accepted in this order */
+	}
+	spin(10);
+	for (int i = 0; i < N; i++) {
+		bool gone = closed_by_server(fds[i]);
 
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			closed++;
-		else if (open_fd < 0)
-			open_fd = fds[i];
+		closed += gone;
+		cr_assert_eq(gone, i < N - 64, "connection %d of %d: %s", i, N,
+			     gone ? "evicted" : "kept");
 	}
 	cr_assert_eq(closed, N - 64, "%d of %d closed", closed, N);
-	/* The admitted ones are still served. */
-	cr_assert_geq(open_fd, 0);
-	cr_assert_eq(send(open_fd, "GET /healthz HTTP/1.1\r\n\r\n", 25, 0), 25);
-	cr_assert_geq(drain(open_fd, resp, sizeof(resp), 3000), 0);
-	cr_assert(!strncmp(resp, "HTTP/1.1 200 ", 13), "%s", resp);
+	/* The newest ones are still served. */
+	cr_assert_eq(send(fds[N - 1], "dyz HTTP/1.1\r\n\r\n", 16, 0), 16);
+	cr_assert_geq(drain(fds[N - 1], resp, sizeof(resp), 3000), 0);
+	cr_assert(strstr(resp, "\r\n\r\nready\n"), "%s", resp);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+}
+
+/* One client's flood never evicts another client's connections. */
+Test(server, one_client_cannot_evict_another, .init = server_up, .fini = server_down)
+{
+	enum { HOSTILE = 80, OTHER = 10 };
+	int bad[HOSTILE], good[OTHER];
+	char resp[4096];
+
+	for (int i = 0; i < OTHER; i++)
+		good[i] = slow_client_from(1);
+	spin(5);
+	for (int i = 0; i < HOSTILE; i++) {
+		bad[i] = slow_client_from(2);
+		spin(1);
+	}
+	spin(5);
+	for (int i = 0; i < OTHER; i++)
+		cr_assert_not(closed_by_server(good[i]), "127.0.0.1's connection %d evicted", i);
+	int gone = 0;
+	for (int i = 0; i < HOSTILE; i++)
+		gone += closed_by_server(bad[i]);
+	cr_assert_eq(gone, HOSTILE - 64, "%d of the flood's connections closed", gone);
+	cr_assert_eq(send(good[0], "dyz HTTP/1.1\r\n\r\n", 16, 0), 16);
+	cr_assert_geq(drain(good[0], resp, sizeof(resp), 3000), 0);
+	cr_assert(strstr(resp, "\r\n\r\nready\n"), "%s", resp);
+	for (int i = 0; i < OTHER; i++)
+		close(good[i]);
+	for (int i = 0; i < HOSTILE; i++)
+		close(bad[i]);
+}
+
+/* A request complete on arrival is answered at once, slots full or not,
+ * and evicts nobody. */
+Test(server, complete_request_answered_without_a_slot, .init = server_up, .fini = server_down)
+{
+	enum { N = 64 };
+	int fds[N];
+	char resp[4096];
+
+	for (int i = 0; i < N; i++)
+		fds[i] = slow_client_from(1);
+	spin(5);
+	for (int k = 0; k < 20; k++) {
+		cr_assert_geq(get("GET /healthz HTTP/1.1\r\n\r\n", resp, sizeof(resp)), 0);
+		cr_assert(!strncmp(resp, "HTTP/1.1 200 ", 13), "probe %d: %s", k, resp);
+	}
+	for (int i = 0; i < N; i++)
+		cr_assert_not(closed_by_server(fds[i]), "connection %d evicted by a probe", i);
 	for (int i = 0; i < N; i++)
 		close(fds[i]);
 }
 
 Test(server, stop_closes_open_connections, .init = server_up)
 {
-	int fd = client();
+	int fd = slow_client_from(1);
 	char c;
 
 	for (int i = 0; i < 5; i++)

@@ -1,8 +1,10 @@
 /* The worker lifecycle table (supervisor/lifecycle.c) driven through fake
  * workers: hello, ops and results, the BUSY row, deadlines, protocol
- * errors, crashes with backoff and the 5-in-60 s failed state. */
+ * errors, crashes with backoff, the 5-in-60 s throttle (never a give-up)
+ * and the failed state of a violation. */
 #include <errno.h>
 #include <signal.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 
@@ -216,7 +218,10 @@ Test(lifecycle, crash_restarts_with_backoff_and_comes_back)
 	cr_assert(worker_take_came_back(w) == false, "came_back is taken by reconcile");
 }
 
-Test(lifecycle, five_crashes_in_a_minute_fail_until_the_state_changes)
+/* Issue 19 changed this on purpose: five crashes in a minute used to fail
+ * the worker until the desired state changed (WORKER_FAILED, no timer);
+ * now it is retried at the longest backoff, for ever, and says so. */
+Test(lifecycle, five_crashes_in_a_minute_throttle_never_give_up)
 {
 	struct worker_proc *w = W(0);
 
@@ -224,23 +229,43 @@ Test(lifecycle, five_crashes_in_a_minute_fail_until_the_state_changes)
 	for (int i = 0; i < BACKOFF_BURST - 1; i++) {
 		fake_exit(0, 1);
 		cr_assert_eq(worker_state(w), WORKER_BACKOFF, "crash %d", i + 1);
+		cr_assert_not(w->st->throttled, "crash %d", i + 1);
 		fake_fire(&w->restart);
 		worker_on_hello(w);
 	}
 	fake_exit(0, 1);
-	cr_assert_eq(worker_state(w), WORKER_FAILED);
-	cr_assert(w->st->failed);
-	cr_assert_not(loop_timer_armed(&w->restart));
+	cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+	cr_assert_not(w->st->failed);
+	cr_assert(w->st->throttled);
+	cr_assert(loop_timer_armed(&w->restart));
+	uint64_t d = fake_due_in(&w->restart);
+	cr_assert_geq(d, BACKOFF_CAP_MS * 9 / 10 - 100, "%lu", (unsigned long)d);
+	cr_assert_leq(d, BACKOFF_CAP_MS * 11 / 10, "%lu", (unsigned long)d);
 	cr_assert_eq(w->st->restarts, BACKOFF_BURST);
+	cr_assert_neq(w->st->down_since, 0);
+	cr_assert_geq(w->st->next_try, time(NULL) + 25);
 	/* an op says why */
 	worker_send_op(w, IPC_OP_STAGE, -1, 1000, false);
-	cr_assert_str_eq(worker_op_error(w), "worker not running (restart limit reached)");
-	/* boot-time start leaves it alone; a new desired state does not */
-	worker_start(w);
-	cr_assert_eq(worker_state(w), WORKER_FAILED);
+	cr_assert_str_eq(worker_op_error(w),
+			 "worker not running (restarting after 5 crashes in 60 s)");
+	/* and the timer brings it back; crashing again keeps the throttle */
+	for (int k = 0; k < 3; k++) {
+		fake_fire(&w->restart);
+		cr_assert_eq(worker_state(w), WORKER_STARTING);
+		cr_assert_not(w->st->throttled, "running: not reported throttled");
+		cr_assert_eq(w->st->down_since, 0);
+		cr_assert_eq(w->st->next_try, 0);
+		worker_on_hello(w);
+		fake_exit(0, 1);
+		cr_assert_eq(worker_state(w), WORKER_BACKOFF);
+		cr_assert(w->st->throttled);
+		cr_assert_geq(fake_due_in(&w->restart), BACKOFF_CAP_MS * 9 / 10 - 100);
+	}
+	/* a new desired state starts it now, with a fresh budget */
 	worker_reset_failed(w);
-	cr_assert_not(w->st->failed);
 	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	cr_assert_not(w->st->throttled);
+	cr_assert_not(loop_timer_armed(&w->restart));
 }
 
 Test(lifecycle, violation_fails_for_good)
@@ -387,14 +412,9 @@ static void drive_to(enum worker_state st)
 	case WORKER_BACKOFF:
 		fake_exit(0, 1);
 		break;
-	case WORKER_FAILED:
-		for (int i = 0; i < BACKOFF_BURST; i++) {
-			fake_exit(0, 1);
-			if (worker_state(w) == WORKER_BACKOFF) {
-				fake_fire(&w->restart);
-				worker_on_hello(w);
-			}
-		}
+	case WORKER_FAILED:	/* only a violation leads here */
+		worker_on_violation(w, "daemon spec rejected: test");
+		fake_exit(0, 0);
 		break;
 	default:
 		break;
@@ -459,6 +479,18 @@ static void check_invariants(enum worker_state from, int ev)
 		     worker_state_name(from), ev, worker_state_name(st));
 	if (st == WORKER_BUSY)
 		cr_assert_neq(w->busy_seq, 0u);
+	/* what /healthz reads follows the state (issue 20) */
+	bool down = st == WORKER_DOWN || st == WORKER_BACKOFF || st == WORKER_FAILED ||
+		    st == WORKER_EXITING;
+	if (!down)
+		cr_assert_eq(w->st->down_since, 0, "%s + event %d -> %s: down_since",
+			     worker_state_name(from), ev, worker_state_name(st));
+	else if (st != WORKER_DOWN)
+		cr_assert_neq(w->st->down_since, 0, "%s + event %d -> %s: down_since",
+			      worker_state_name(from), ev, worker_state_name(st));
+	cr_assert_eq(w->st->next_try != 0, st == WORKER_BACKOFF, "%s + event %d -> %s: next_try",
+		     worker_state_name(from), ev, worker_state_name(st));
+	cr_assert(!w->st->throttled || down);
 }
 
 static void sweep(bool shutting_down)

@@ -241,25 +241,74 @@ Test(reconcile, restarted_worker_reruns_the_pass)
 	cr_assert_eq(fake_last_op(DAEMON, mark), IPC_OP_RELOAD);
 }
 
-Test(reconcile, new_state_gives_failed_workers_another_chance)
+/* Five crashes in a minute: before issue 19 the worker stayed failed
+ * until the desired state changed (this test asserted WORKER_FAILED);
+ * now it waits out the longest backoff, and a new state starts it now. */
+static void crash_burst(struct worker_proc *w)
 {
-	struct worker_proc *w = W(PLAIN);
-
 	for (int i = 0; i < BACKOFF_BURST; i++) {
 		fake_exit(PLAIN, 1);
-		if (worker_state(w) == WORKER_BACKOFF) {
+		cr_assert_eq(worker_state(w), WORKER_BACKOFF, "crash %d", i + 1);
+		if (i < BACKOFF_BURST - 1) {
 			fake_fire(&w->restart);
 			worker_on_hello(w);
 		}
 	}
-	cr_assert_eq(worker_state(w), WORKER_FAILED);
-	fake_new_state(1);
+	cr_assert(w->st->throttled);
 	cr_assert_not(w->st->failed);
+	cr_assert(loop_timer_armed(&w->restart), "never given up");
+	cr_assert_geq(fake_due_in(&w->restart), BACKOFF_CAP_MS * 9 / 10 - 100);
+}
+
+Test(reconcile, new_state_gives_throttled_workers_another_chance)
+{
+	struct worker_proc *w = W(PLAIN);
+
+	crash_burst(w);
+	fake_new_state(1);
+	cr_assert_not(w->st->throttled);
 	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	cr_assert_not(loop_timer_armed(&w->restart));
 	/* the pass waits for its hello, then stages it too */
 	cr_assert_eq(fk.s.phase, PASS_IDLE);
 	worker_on_hello(w);
 	cr_assert_eq(fk.s.phase, PASS_STAGE_FIRST);
+}
+
+/* Issue 19: without any state change, the throttled worker comes back
+ * by its timer and the pass stages it again: the node recovers alone. */
+Test(reconcile, throttled_worker_recovers_without_a_state_change)
+{
+	struct worker_proc *w = W(PLAIN);
+	int mark;
+
+	fake_new_state(1);
+	pass_ok();
+	crash_burst(w);
+	cr_assert_neq(w->st->down_since, 0);
+	cr_assert_neq(w->st->next_try, 0);
+	mark = fk.nsent;
+	fake_fire(&w->restart);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
+	cr_assert_not(w->st->throttled, "running: no longer reported throttled");
+	cr_assert_eq(w->st->down_since, 0);
+	worker_on_hello(w);
+	cr_assert_eq(fk.s.phase, PASS_STAGE_FIRST, "the worker that came back re-stages");
+	stage_all_ok();
+	cr_assert_eq(fake_last_op(PLAIN, mark), IPC_OP_STAGE);
+}
+
+Test(reconcile, new_state_gives_a_worker_failed_for_a_violation_another_chance)
+{
+	struct worker_proc *w = W(DAEMON);
+
+	worker_on_violation(w, "daemon spec rejected: test");
+	fake_exit(DAEMON, 0);
+	cr_assert_eq(worker_state(w), WORKER_FAILED);
+	cr_assert_not(loop_timer_armed(&w->restart), "a violation is not a crash: no retry");
+	fake_new_state(1);
+	cr_assert_not(w->st->failed);
+	cr_assert_eq(worker_state(w), WORKER_STARTING);
 }
 
 static int gone(void)
