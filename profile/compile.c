@@ -11,6 +11,7 @@
  * compile_schema.c, compile_devices.c and compile_topology.c. */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,10 +247,10 @@ static int compile_tree(struct cctx *c, const struct ynode *root,
 	return profile_json(c, root, s);
 }
 
-int compile_profile(const char *profile_name, const char *yaml, size_t len,
-		    const char *topology_name, const char *topo, size_t topo_len,
-		    const struct compile_opts *opts, struct state *out,
-		    char *err, size_t errlen)
+static int compile_all(const char *profile_name, const char *yaml, size_t len,
+		       const char *topology_name, const char *topo, size_t topo_len,
+		       const struct compile_opts *opts, struct state *out,
+		       char *err, size_t errlen)
 {
 	static const struct compile_opts no_opts;
 	struct cctx c = { profile_name ? profile_name : "<profile>", err, errlen, false };
@@ -308,4 +309,20 @@ int compile_profile(const char *profile_name, const char *yaml, size_t len,
 	*out = *s;
 	free(s);
 	return 0;
+}
+
+int compile_profile(const char *profile_name, const char *yaml, size_t len,
+		    const char *topology_name, const char *topo, size_t topo_len,
+		    const struct compile_opts *opts, struct state *out,
+		    char *err, size_t errlen)
+{
+	int rc = compile_all(profile_name, yaml, len, topology_name, topo, topo_len, opts, out,
+			     err, errlen);
+
+	/* A refused profile may have built a tree of YTREE_MAX_NODES nodes
+	 * (tens of MB) that is all free now: give it back to the system
+	 * rather than keep it for the life of a long-running supervisor. */
+	if (rc < 0)
+		malloc_trim(0);
+	return rc;
 }
