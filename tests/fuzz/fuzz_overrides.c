@@ -72,15 +72,47 @@ static void kernellog_parsers(const char *text)
 	if (a.n < 0 || a.n > KLOG_MAX_DEVICES)
 		abort();
 	for (int i = 0; i < a.n; i++)
-		if (!state_valid_bdf(a.e[i].bdf) || !a.e[i].code)
+		if (!state_valid_bdf(a.e[i].bdf))
 			abort();
 	if ((out = klog_announced_render(&a))) {
 		struct klog_announced b;
 		klog_announced_parse(out, &b);
-		if (b.n != a.n)
+		if (b.n != a.n || b.journal != a.journal)
 			abort();
+		for (int i = 0; i < a.n; i++)	/* fields: the structs have padding */
+			if (a.e[i].index != b.e[i].index || strcmp(a.e[i].bdf, b.e[i].bdf) ||
+			    a.e[i].code != b.e[i].code || a.e[i].seq != b.e[i].seq ||
+			    a.e[i].jseq != b.e[i].jseq || a.e[i].identified != b.e[i].identified)
+				abort();
 		free(out);
 	}
+}
+
+/* The Xid journal: only valid events come out, and they render and read
+ * back the same. */
+static void xid_journal(const char *text, size_t len)
+{
+	struct ovr_xid_event *ev, *back;
+	size_t n, m, olen;
+	char *out;
+
+	if (ovr_xids_parse(text, len, &ev, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!ev[i].seq || !ev[i].code || ev[i].code > OVR_XID_MAX || ev[i].index < -1 ||
+		    ev[i].index > OVR_MAX_INDEX)
+			abort();
+	if (ovr_xids_render(ev, n, &out, &olen) == 0) {
+		if (ovr_xids_parse(out, olen, &back, &m) < 0 || m != n)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (ev[i].seq != back[i].seq || ev[i].code != back[i].code ||
+			    ev[i].index != back[i].index)
+				abort();
+		free(back);
+		free(out);
+	}
+	free(ev);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -94,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	kernellog_parsers(text);
+	xid_journal(text, size);
 	free(text);
 
 	doc = ovr_parse((const char *)data, size, err, sizeof(err));

@@ -243,6 +243,53 @@ Test(ctl_overrides, effective_view_and_xid)
 
 /* ---- through the engine: one event per injection ---- */
 
+/* The Xid journal: one line per injection, whole lines only, bad lines
+ * skipped, the newest OVR_XIDS_KEEP kept. */
+Test(ctl_overrides, xid_journal)
+{
+	struct ovr_xid_event *ev, add = { .seq = 100, .code = 79, .index = -1 };
+	char *text, p[256];
+	size_t n, len;
+
+	cr_assert_eq(ovr_xids_parse("# c\n10 2 79\n11 all 48\n0 1 1\n12 1 0\n13 1 65536\n"
+				    "14 10000 5\n15 -1 5\n16 1 0x4F\n17 3 13 x\n18 4 31",
+				    strlen("# c\n10 2 79\n11 all 48\n0 1 1\n12 1 0\n13 1 65536\n"
+					   "14 10000 5\n15 -1 5\n16 1 0x4F\n17 3 13 x\n18 4 31"),
+				    &ev, &n), 0);
+	cr_assert_eq(n, 2, "only the two good, whole lines");
+	cr_assert_eq(ev[0].seq, 10);
+	cr_assert_eq(ev[0].index, 2);
+	cr_assert_eq(ev[1].index, -1);
+	cr_assert_eq(ev[1].code, 48);
+	free(ev);
+	cr_assert_eq(ovr_xids_append(NULL, 0, &add, &text, &len), 0);
+	cr_assert(strstr(text, "\n100 all 79\n"), "%s", text);
+	free(text);
+	/* past OVR_XIDS_KEEP the oldest go */
+	text = NULL;
+	len = 0;
+	for (unsigned i = 1; i <= OVR_XIDS_KEEP + 3; i++) {
+		char *next;
+		size_t nlen;
+		struct ovr_xid_event e = { .seq = i, .code = 13, .index = (int)(i % 8) };
+
+		cr_assert_eq(ovr_xids_append(text, len, &e, &next, &nlen), 0);
+		free(text);
+		text = next;
+		len = nlen;
+	}
+	cr_assert_eq(ovr_xids_parse(text, len, &ev, &n), 0);
+	cr_assert_eq(n, OVR_XIDS_KEEP);
+	cr_assert_eq(ev[0].seq, 4);
+	cr_assert_eq(ev[n - 1].seq, OVR_XIDS_KEEP + 3);
+	free(ev);
+	free(text);
+	cr_assert_eq(ovr_xids_path(p, sizeof(p), "/x/" OVR_DOC_NAME), 0);
+	cr_assert_str_eq(p, "/x/" OVR_XIDS_NAME);
+	cr_assert_eq(ovr_lock_path(p, sizeof(p), OVR_DOC_NAME), 0);
+	cr_assert_str_eq(p, OVR_LOCK_NAME);
+}
+
 TestSuite(ctl_overrides_engine, .init = setup, .fini = teardown);
 
 static void write_xid(int gpu, uint64_t code, uint64_t seq)

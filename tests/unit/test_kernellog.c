@@ -102,3 +102,37 @@ Test(kernellog, announced_round_trip)
 	cr_assert_null(klog_announced_find(&b, 2));
 	cr_assert_eq(b.n, 1);
 }
+
+/* The state since issue 20: the journal mark, and per GPU the journal seq
+ * and the identity flag; a cleared document Xid (code 0) keeps its entry. */
+Test(kernellog, announced_state_with_journal)
+{
+	struct klog_announced a = { 0 }, b = { 0 };
+	struct klog_entry *e;
+	char *text;
+
+	klog_announced_parse("journal 1700000000000042\n"
+			     "2 0000:3a:00.0 79 5 1700000000000042 1\n"
+			     "3 0000:4a:00.0 0 0 1700000000000040 0\n"	/* cleared, journal kept */
+			     "4 0000:5a:00.0 48 1\n"			/* the older four fields */
+			     "5 0000:6a:00.0 48 1 2 7\n"		/* identified not 0/1 */
+			     "6 0000:7a:00.0 48 1 2\n"			/* five fields */
+			     "journal x\n", &a);
+	cr_assert_eq(a.journal, 1700000000000042ull);
+	cr_assert_eq(a.n, 3);
+	cr_assert(klog_announced_find(&a, 2)->identified);
+	cr_assert_eq(klog_announced_find(&a, 3)->jseq, 1700000000000040ull);
+	cr_assert_eq(klog_announced_find(&a, 4)->jseq, 0);
+	cr_assert_not(klog_announced_find(&a, 4)->identified);
+	text = klog_announced_render(&a);
+	klog_announced_parse(text, &b);
+	free(text);
+	cr_assert_eq(b.n, 3);
+	cr_assert_eq(b.journal, a.journal);
+	cr_assert_eq(klog_announced_find(&b, 3)->code, 0);
+	e = klog_announced_get(&b, 9, "0000:9a:00.0");
+	cr_assert_not_null(e);
+	cr_assert_eq(b.n, 4);
+	cr_assert_eq(e->jseq, 0);
+	cr_assert_eq(klog_announced_get(&b, 9, "x"), e, "an existing entry is returned");
+}
