@@ -333,7 +333,7 @@ static void tick(struct kl *k)
 		k->idle = true;
 		return;
 	}
-	if (k->idle)
+	if (k->idle || !k->ndev)	/* the map came (back) since we last read it */
 		load_devices(k);
 	k->idle = false;
 	load_doc(k);		/* before the journal: mokka-ctl writes it first */
