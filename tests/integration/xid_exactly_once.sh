@@ -31,6 +31,9 @@ settle() { # settle N: wait for N Xid records, then 2 s more for extras
 	sleep 2
 }
 
+check "the staged overrides lock is mode 0600" \
+	[ "$(stat -c %a "$ROOT$R/driver/config/.overrides.lock")" = 600 ]
+
 # ---- 50 at once ----
 pids=()
 for i in $(seq 0 49); do
@@ -46,20 +49,26 @@ pairs > "$T/pairs"
 check "each (GPU, code) once" [ "$(uniq -d "$T/pairs" | wc -l)" -eq 0 ] && \
 	check "50 distinct codes" [ "$(awk '{print $2}' "$T/pairs" | sort -u | wc -l)" -eq 50 ]
 
+# ---- --gpu all: one injection, one record per GPU ----
+$CTL xid 13 --gpu all || fail "xid --gpu all"
+settle 58
+check "xid --gpu all: one record on each of the 8 GPUs (got $(xids))" [ "$(xids)" -eq 58 ]
+check "... all of them Xid 13" [ "$(pairs | awk '$2 == 13' | sort -u | wc -l)" -eq 8 ]
+
 # ---- a second daemon on the same root ----
 "$B/mokka-kernellog" --mock-root "$R" --host-root "$ROOT" --kernel-log "$KLOG" \
 	> "$T/kl2.log" 2>&1 &
 KL2=$!
 sleep 1.5
-check "a second daemon repeats nothing already announced (got $(xids))" [ "$(xids)" -eq 50 ]
+check "a second daemon repeats nothing already announced (got $(xids))" [ "$(xids)" -eq 58 ]
 pids=()
 for i in $(seq 0 9); do
 	$CTL xid $((200 + i)) --gpu $((i % 8)) > "$T/y$i.log" 2>&1 &
 	pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fail "xid with two daemons"; done
-settle 60
-check "two daemons: 10 more injections, exactly 10 more records (got $(xids))" [ "$(xids)" -eq 60 ]
+settle 68
+check "two daemons: 10 more injections, exactly 10 more records (got $(xids))" [ "$(xids)" -eq 68 ]
 check "both daemons alive" kill -0 "$KL2"
 
 # ---- teardown while the extra daemon still runs (an orphan) ----
