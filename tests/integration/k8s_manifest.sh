@@ -102,6 +102,12 @@ check(host_root == "/host", "--host-root=/host")
 # Health: port, probes, grace period.
 m = re.fullmatch(r"(.*):([0-9]+)", flags.get("health-addr", ":9091"))
 hport = int(m.group(2)) if m else None
+# Set explicitly, on every interface: the kubelet probes the pod IP.
+check("health-addr" in flags, "--health-addr is set explicitly")
+check(m is not None and m.group(1) in ("", "0.0.0.0", "[::]"),
+      "--health-addr %s listens on every interface (kubelet probes the pod IP)"
+      % flags.get("health-addr"))
+check(not pod.get("hostNetwork"), "no hostNetwork: the health port is on the pod network only")
 ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
 check(ports.get("health") == hport, "containerPort 'health' (%s) is --health-addr's port (%s)" % (ports.get("health"), hport))
 probe_paths = set()

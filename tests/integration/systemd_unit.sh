@@ -12,6 +12,9 @@ sed "s|^ExecStart=[^ ]*/mokka-supervisor|ExecStart=$B/mokka-supervisor|" \
 grep -q "^ExecStart=$B/mokka-supervisor " "$T/mokka-supervisor.service" || fail "unit has no ExecStart"
 grep -q '^Type=notify$' "$T/mokka-supervisor.service" || fail "unit is not Type=notify"
 grep -q '^KillMode=mixed$' "$T/mokka-supervisor.service" || fail "unit is not KillMode=mixed"
+# Least exposure on bare metal: health on loopback, set explicitly.
+grep -q '^ExecStart=.* --health-addr 127\.0\.0\.1:9091 ' "$T/mokka-supervisor.service" \
+	&& pass "unit binds health to 127.0.0.1:9091" || fail "unit does not bind health to 127.0.0.1:9091"
 # --man=no: the Documentation= pages are not installed here.
 if systemd-analyze verify --man=no "$T/mokka-supervisor.service" > "$T/verify.log" 2>&1; then
 	pass "systemd-analyze verify"
