@@ -336,7 +336,9 @@ static void tick(struct kl *k)
 	if (k->idle || !k->ndev)	/* the map came (back) since we last read it */
 		load_devices(k);
 	k->idle = false;
-	load_doc(k);		/* before the journal: mokka-ctl writes it first */
+	/* The document before the journal: mokka-ctl writes the journal line
+	 * first, so every seq read here in the document is in the journal. */
+	load_doc(k);
 	load_journal(k);
 	load_state(k);
 	if (announce_journal(k) == -ENOSPC)
