@@ -4,10 +4,12 @@
  * the profile before replacing the document by rename.  The document
  * itself (path, parse, check, merge, emit) is the overrides module's:
  *
- *   main.c      argument parsing, the edit transaction
+ *   main.c      argument parsing, the edit transaction (the Xid journal
+ *               line first, then the document)
  *   commands.c  the command table: what each command writes
  *   commands_errors.c  ecc, sram-ecc, nvlink-error, fabric-health
- *   docfile.c   lock, read, validate the candidate, atomic replace
+ *   docfile.c   lock (0600, bounded wait), read, validate the candidate,
+ *               atomic replace
  *   profile.c   the engine config's GPUs (index, UUID, PCI address) and
  *               --gpu resolution */
 #ifndef MOKKA_CTL_CTL_H

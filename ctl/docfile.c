@@ -1,7 +1,8 @@
 /* The overrides document on disk: flock(LOCK_EX) on the sibling lock file
- * (ovr_lock_path: the protocol every writer shares, NVML.md §5), read, the
- * candidate's validation, and replace by rename so a reader never sees a
- * torn file. */
+ * (ovr_lock_path: the protocol every writer shares, NVML.md §5; ours is
+ * mode 0600 and waited for a bounded time), read, the candidate's
+ * validation, and replace by rename so a reader never sees a torn file;
+ * the same replace for the Xid journal. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
