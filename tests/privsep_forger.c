@@ -88,8 +88,10 @@ int main(int argc, char **argv)
 			continue;
 		if (r <= 0)
 			return r == 0 ? 0 : 3;
-		if (m.op == IPC_OP_SHUTDOWN)
+		if (m.op == IPC_OP_SHUTDOWN) {
+			ipc_msg_free(&m);
 			return 0;
+		}
 		if ((m.op == IPC_OP_RUN || m.op == IPC_OP_RELOAD) && how)
 			send_forged(m.gen, m.seq, how);
 		if (m.op != IPC_OP_ABORT)
