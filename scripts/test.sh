@@ -1,7 +1,11 @@
 #!/bin/bash
 # Set everything up on a fresh Debian 12 machine and run every test:
-# dependencies, a -Werror build + `make check`, an ASan/UBSan build +
-# `make check`, then `make distcheck`.  Needs root (mknod, namespaces).
+# dependencies; the container image test (in the background from the
+# start: it mostly waits on the network and apt); a -Werror build with the
+# unit and fuzz tests; an ASan/UBSan build with every test (unit, fuzz and
+# the integration suite against real consumers); `make distcheck`; the
+# benchmark report.  Needs root (mknod, namespaces).  Each phase prints
+# its wall time, so CI's budget (15 minutes) can be watched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -24,12 +28,15 @@ count() { # count BUILDDIR LABEL
 	summary+=("$2: ${p:-0} passed, ${f:-0} failed")
 }
 
-run_check() { # run_check BUILDDIR LABEL CONFIGURE-ARGS...
-	local dir=$1 label=$2; shift 2
+t_start=$(date +%s)
+phase() { echo "phase: $1 done after $(( $(date +%s) - t_start )) s"; }
+
+run_check() { # run_check BUILDDIR LABEL TESTS CONFIGURE-ARGS...
+	local dir=$1 label=$2 tests=$3; shift 3
 	rm -rf "$dir"; mkdir -p "$dir"
 	(cd "$dir" && "$top/configure" -q "$@" && make -j"$jobs" >/dev/null) || return 1
 	local rc=0
-	make -C "$dir" -j"$jobs" check || rc=$?
+	make -C "$dir" -j"$jobs" check ${tests:+"TESTS=$tests"} || rc=$?
 	count "$dir" "$label"
 	if [ $rc -ne 0 ]; then
 		cat "$dir"/test-suite.log || true
@@ -41,37 +48,46 @@ run_check() { # run_check BUILDDIR LABEL CONFIGURE-ARGS...
 }
 
 rc=0
-run_check build-ci "gcc -Werror" --enable-werror || rc=1
 # The container image test (tests/integration/image.sh: debootstrap, podman
 # build of the Dockerfile, a privileged container) spends minutes waiting on
-# the network and apt, so it runs beside the sanitizer pass, over build-ci.
+# the network and apt and needs no build tree, so it starts first and runs
+# beside everything else.
 image_pid=
+rm -rf build-image; mkdir -p build-image
 if [ "${MOKKA_IMAGE_TEST-1}" = 1 ]; then
-	MOKKA_IMAGE_TEST=1 MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top \
-		bash tests/integration/image.sh >build-ci/image.log 2>&1 &
+	MOKKA_IMAGE_TEST=1 MOKKA_BUILDDIR=$top/build-image MOKKA_SRCDIR=$top \
+		bash tests/integration/image.sh >build-image/image.log 2>&1 &
 	image_pid=$!
 fi
+# -Werror: the shipped build, with its unit and fuzz tests (the image test
+# runs the shipped build end to end).
+unit_tests='$(filter test_% fuzz_%,$(check_PROGRAMS))'
+run_check build-ci "gcc -Werror" "$unit_tests" --enable-werror || rc=1
+phase "gcc -Werror"
 # Sanitizers: ASan + UBSan over the unit, fuzz and integration tests.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	run_check build-san "ASan+UBSan" --enable-sanitizers || rc=1
+	run_check build-san "ASan+UBSan" "" --enable-sanitizers || rc=1
+phase "ASan+UBSan"
 if [ -n "$image_pid" ]; then
 	if wait "$image_pid"; then
 		total_pass=$((total_pass + 1)); summary+=("image: ok")
 	else
-		cat build-ci/image.log; total_fail=$((total_fail + 1)); summary+=("image: FAILED"); rc=1
+		cat build-image/image.log; total_fail=$((total_fail + 1)); summary+=("image: FAILED"); rc=1
 	fi
+	phase "image"
 fi
 # distcheck: the tarball builds, installs and runs the unit and fuzz tests
-# from a clean tree (the integration suite already ran twice above, and
+# from a clean tree (the integration suite already ran above, and
 # ships in the tarball as dist_check_SCRIPTS).  Not every check program is
 # a test (ib_client, ib_shim_probe are helpers of integration tests).
 if [ $rc -eq 0 ]; then
-	FUZZ_ITERATIONS=2000 make -C build-ci distcheck 'TESTS=$(filter test_% fuzz_%,$(check_PROGRAMS))' \
+	FUZZ_ITERATIONS=2000 make -C build-ci distcheck "TESTS=$unit_tests" \
 		>build-ci/distcheck.log 2>&1 \
 		&& summary+=("distcheck: ok") \
 		|| { tail -60 build-ci/distcheck.log; summary+=("distcheck: FAILED"); rc=1; }
 fi
 
+phase "distcheck"
 # Benchmark: a report of ratios measured in this run, never a verdict.
 if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/reconcile.sh | grep '^bench:' || true
@@ -79,6 +95,7 @@ if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/ib.sh | grep '^bench:' || true
 fi
 
+phase "benchmarks"
 printf '%s\n' "${summary[@]}"
 [ $rc -eq 0 ] || total_fail=$((total_fail > 0 ? total_fail : 1))
 echo "$total_pass passed, $total_fail failed"
