@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "ipc/log.h"
 #include "supervisor/backoff.h"
 
 static uint64_t cap_ms = BACKOFF_CAP_MS;
@@ -66,6 +67,21 @@ uint64_t backoff_delay(struct backoff *b, uint64_t now)
 		if (floor > d)
 			d = floor;
 	}
+	return d;
+}
+
+uint64_t backoff_crash(struct backoff *b, uint64_t now, const char *what, const char *name)
+{
+	bool was = b->throttled;
+	uint64_t d;
+
+	backoff_crashed(b, now);
+	d = backoff_delay(b, now);
+	if (b->throttled && !was)
+		log_error("%s %s: %d crashes within %d s; retrying every %llu s until it stays up",
+			  what, name, BACKOFF_BURST, BACKOFF_RESET_MS / 1000,
+			  (unsigned long long)(cap_ms / 1000));
+	log_info("%s %s: restart in %llu ms", what, name, (unsigned long long)d);
 	return d;
 }
 

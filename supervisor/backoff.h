@@ -31,6 +31,9 @@ void backoff_started(struct backoff *b, uint64_t now);
 bool backoff_crashed(struct backoff *b, uint64_t now);
 /* Milliseconds to wait before the next start (0 = now). */
 uint64_t backoff_delay(struct backoff *b, uint64_t now);
+/* backoff_crashed + backoff_delay for the unit named "<what> <name>",
+ * logged: the delay, and the start of a throttle. */
+uint64_t backoff_crash(struct backoff *b, uint64_t now, const char *what, const char *name);
 /* Desired state changed: a fresh start, the burst budget renewed. */
 void backoff_reset(struct backoff *b);
 

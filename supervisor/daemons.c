@@ -58,17 +58,8 @@ static void sync_status(struct daemon_proc *d)
  * longest one; never given up for good. */
 static void schedule_restart(struct supervisor *s, struct daemon_proc *d)
 {
-	bool was = d->bo.throttled;
-	uint64_t delay;
-
-	backoff_crashed(&d->bo, loop_now_ms());
-	delay = backoff_delay(&d->bo, loop_now_ms());
-	if (d->bo.throttled && !was)
-		log_error("daemon %s: %d crashes within %d s; retrying every %llu s until it "
-			  "stays up", d->name, BACKOFF_BURST, BACKOFF_RESET_MS / 1000,
-			  (unsigned long long)(backoff_cap() / 1000));
-	log_info("daemon %s: restart in %llu ms", d->name, (unsigned long long)delay);
-	loop_timer_start(s->loop, &d->restart, delay);
+	loop_timer_start(s->loop, &d->restart,
+			 backoff_crash(&d->bo, loop_now_ms(), "daemon", d->name));
 	sync_status(d);
 }
 

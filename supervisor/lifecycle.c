@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ipc/log.h"
@@ -166,20 +165,10 @@ static enum worker_state kill_worker(struct worker_proc *w, const char *why)
  * own once the cause goes away.  In a teardown nothing is restarted. */
 static enum worker_state crashed(struct worker_proc *w)
 {
-	struct supervisor *s = w->sup;
-	bool was = w->bo.throttled;
-	uint64_t d;
-
-	if (s->shutting_down)
+	if (w->sup->shutting_down)
 		return WORKER_DOWN;
-	backoff_crashed(&w->bo, loop_now_ms());
-	d = backoff_delay(&w->bo, loop_now_ms());
-	if (w->bo.throttled && !was)
-		log_error("worker %s: %d crashes within %d s; retrying every %llu s until it "
-			  "stays up", w->def->name, BACKOFF_BURST, BACKOFF_RESET_MS / 1000,
-			  (unsigned long long)(backoff_cap() / 1000));
-	log_info("worker %s: restart in %llu ms", w->def->name, (unsigned long long)d);
-	loop_timer_start(s->loop, &w->restart, d);
+	loop_timer_start(w->sup->loop, &w->restart,
+			 backoff_crash(&w->bo, loop_now_ms(), "worker", w->def->name));
 	return WORKER_BACKOFF;
 }
 
@@ -455,26 +444,6 @@ static const action_fn table[WORKER_STATE_COUNT][EV_COUNT] = {
 };
 #undef KILLS
 
-/* What /healthz and /metrics say about a worker follows its state: down
- * since when, the next try, throttled (status.h). */
-static void sync_status(struct worker_proc *w)
-{
-	struct sim_status *st = w->st;
-	bool down = w->state == WORKER_DOWN || w->state == WORKER_BACKOFF ||
-		    w->state == WORKER_FAILED || w->state == WORKER_EXITING;
-	uint64_t now = loop_now_ms();
-
-	if (!down)
-		st->down_since = 0;
-	else if (!st->down_since)
-		st->down_since = time(NULL);
-	st->next_try = 0;
-	if (loop_timer_armed(&w->restart))
-		st->next_try = time(NULL) + (time_t)((w->restart.due > now ?
-						     w->restart.due - now : 0) + 999) / 1000;
-	st->throttled = down && w->bo.throttled;
-}
-
 static void dispatch(struct worker_proc *w, struct event *e)
 {
 	action_fn fn = table[w->state][e->type];
@@ -485,7 +454,7 @@ static void dispatch(struct worker_proc *w, struct event *e)
 	w->state = fn(w, e);
 	if (w->state == WORKER_DOWN || w->state == WORKER_BACKOFF || w->state == WORKER_FAILED)
 		w->pid = 0;
-	sync_status(w);
+	worker_sync_status(w);
 	if (w->state != from)
 		log_debug("worker %s: %s -> %s", w->def->name, state_names[from],
 			  state_names[w->state]);

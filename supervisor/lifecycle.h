@@ -87,6 +87,10 @@ void worker_on_violation(struct worker_proc *w, const char *why);
 void worker_on_eof(struct worker_proc *w);
 void worker_on_exit(struct worker_proc *w, int status);
 
+/* lifecycle_status.c: the worker's sim_status (down since, next try,
+ * throttled) from its state; called by the table after every event. */
+void worker_sync_status(struct worker_proc *w);
+
 /* ---- read-only views ---- */
 enum worker_state worker_state(const struct worker_proc *w);
 const char *worker_state_name(enum worker_state st);
