@@ -47,13 +47,13 @@ static const struct daemon_def daemons_kl[] = {
 };
 
 const struct sim_def sim_table[] = {
-	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY, caps_files, NULL },
+	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY | ROLE_PUBLISH, caps_files, NULL },
 	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM, caps_files, NULL },
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files,
 	  daemons_fm },
 	{ "gpudriver", "mokka-worker-gpudriver", ROLE_SIM | ROLE_APPLY | ROLE_PUBLISH,
 	  caps_gpudriver, NULL },
-	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON, caps_mknod, daemons_ib },
+	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON | ROLE_PUBLISH, caps_mknod, daemons_ib },
 	{ "kernellog", "mokka-worker-kernellog", ROLE_SIM | ROLE_DAEMON | ROLE_RELOAD_OVERRIDES,
 	  caps_files, daemons_kl },
 	{ "imex", "mokka-worker-imex", ROLE_SIM, caps_mknod, NULL },

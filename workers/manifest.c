@@ -19,15 +19,53 @@ void manifest_free(struct manifest *m)
 		free(m->paths[i]);
 	free(m->paths);
 	free(m->kinds);
+	free(m->slot);
 	manifest_init(m);
+}
+
+static size_t hash(const char *s)
+{
+	size_t h = 14695981039346656037ULL;	/* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+/* The slot holding path, or the empty one where it would go. */
+static size_t *find_slot(const struct manifest *m, const char *path)
+{
+	size_t i = hash(path) & (m->nslot - 1);
+
+	while (m->slot[i] && strcmp(m->paths[m->slot[i] - 1], path) != 0)
+		i = (i + 1) & (m->nslot - 1);
+	return &m->slot[i];
+}
+
+/* Keep the index at most half full (nslot a power of two). */
+static int reindex(struct manifest *m, size_t want)
+{
+	size_t n = m->nslot ? m->nslot : 128;
+	size_t *old = m->slot;
+
+	while (n < want * 2)
+		n *= 2;
+	if (n == m->nslot)
+		return 0;
+	if (!(m->slot = calloc(n, sizeof(*m->slot)))) {
+		m->slot = old;
+		return -ENOMEM;
+	}
+	free(old);
+	m->nslot = n;
+	for (size_t i = 0; i < m->n; i++)
+		*find_slot(m, m->paths[i]) = i + 1;
+	return 0;
 }
 
 bool manifest_has(const struct manifest *m, const char *path)
 {
-	for (size_t i = 0; i < m->n; i++)
-		if (strcmp(m->paths[i], path) == 0)
-			return true;
-	return false;
+	return m->nslot && *find_slot(m, path) != 0;
 }
 
 int manifest_add(struct manifest *m, const char *path, char kind)
@@ -48,9 +86,10 @@ int manifest_add(struct manifest *m, const char *path, char kind)
 		m->kinds = k;
 		m->cap = cap;
 	}
-	if (!(m->paths[m->n] = strdup(path)))
+	if (reindex(m, m->n + 1) < 0 || !(m->paths[m->n] = strdup(path)))
 		return -ENOMEM;
-	m->kinds[m->n++] = kind;
+	m->kinds[m->n] = kind;
+	*find_slot(m, path) = ++m->n;
 	return 0;
 }
 

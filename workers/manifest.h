@@ -12,6 +12,9 @@ struct manifest {
 	char **paths;		/* host paths, absolute, no duplicates */
 	char *kinds;		/* 'f' file/link/node, 'd' directory */
 	size_t n, cap;
+	/* Hash index over paths (index + 1, 0 = empty; open addressing):
+	 * manifest_has is asked once per path written and per entry walked. */
+	size_t *slot, nslot;
 };
 
 void manifest_init(struct manifest *m);

@@ -226,13 +226,16 @@ int worker_discard(struct worker *w, struct sim_errors *errs)
 	char dir[PATH_MAX + 300];
 	int r = 0;
 
-	/* Every generation first (the live side may hold one the manifest
-	 * never listed: a pass staged, then not published), then the rest. */
+	/* The simulator's own teardown (it may read what Stage published),
+	 * every generation (the live side may hold one the manifest never
+	 * listed: a pass staged, then not published), then the rest. */
 	w->staged = false;
+	if (w->sim->discard && (r = w->sim->discard(&w->ctx, errs)) < 0)
+		sim_error(errs, "stage", "%s", strerror(-r));
 	if (w->sim->gens && (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, false)) == 0 &&
 	    (r = gen_remove_all(&w->ctx.host)) < 0)
 		sim_error(errs, "stage", "remove the staged generations: %s", strerror(-r));
-	r = remove_owned(w, "stage", w->sim->discard, errs);
+	r = remove_owned(w, "stage", NULL, errs);
 
 	/* R/state goes too when nothing else lives there (stand-alone use). */
 	snprintf(dir, sizeof(dir), "%s%s/state", w->ctx.host.root, w->state.mock_root);

@@ -173,6 +173,11 @@ static int ib_discard(struct sim_ctx *ctx, struct sim_errors *errs)
 	return 0;
 }
 
+/* The HCAs' sysfs tree, their device nodes, the shims and mock-ib's
+ * config each swap as one (workers/generation.h): a restarted mock-ib
+ * never reads the config of a pass that failed. */
+static const char *const ib_gens[] = { IB_SYS, IB_DEV, IB_LIB, IB_CONFIG, NULL };
+
 const struct simulator ib_simulator = {
 	.name = "ib",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_DAEMON,
@@ -180,4 +185,5 @@ const struct simulator ib_simulator = {
 	.daemon = ib_daemon,
 	.discard = ib_discard,
 	.ready = ib_ready,
+	.gens = ib_gens,
 };

@@ -61,10 +61,19 @@ static int pcibus_apply(struct sim_ctx *ctx, const struct state *s, struct sim_e
 
 /* Revoke is the framework removing what Apply recorded, after nfd_revoke
  * put back a features file that was there before us. */
+/* Each swaps as one (workers/generation.h): lspci and NFD list the bus
+ * and read the functions' files; a listing shows one generation's
+ * functions.  Not R/sys as a whole: gpudriver's module directories live
+ * there as its own generations. */
+static const char *const pcibus_gens[] = {
+	"/sys/bus/pci", "/sys/devices", "/proc/bus/pci", NULL,
+};
+
 const struct simulator pcibus_simulator = {
 	.name = "pcibus",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
 	.stage = pcibus_stage,
 	.apply = pcibus_apply,
 	.revoke = nfd_revoke,
+	.gens = pcibus_gens,
 };
