@@ -1,16 +1,16 @@
 #!/bin/bash
 # A consumer reading during a pass sees one generation, never a mix
 # (issue 20).  The profile flips between two generations (8 GPUs named A,
-# 4 GPUs named B) for $PASSES passes (default 10, ~15 s; tests/bench/publish.sh
+# 4 GPUs named B) for $PASSES passes (default 20, ~10 s; tests/bench/publish.sh
 # runs 100) while a reader reads config.yaml, lists the device nodes and
 # the procfs GPU directories in a tight loop: every config.yaml read must
 # be exactly one generation's bytes (whole, never torn or half-rendered),
-# and every listing exactly one generation's set (no GPU half gone, no
-# temporary file).  Teardown leaves the root as it was.
+# and every listing (also the PCI bus's) exactly one generation's set (no
+# GPU half gone, no temporary file).  Teardown leaves the root as it was.
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
-PASSES=${PASSES:-10}
+PASSES=${PASSES:-20}
 PY=/usr/bin/python3
 "$PY" -c 'import yaml' 2>/dev/null || { echo "FAIL: python3-yaml missing (scripts/install-deps.sh)"; exit 1; }
 
@@ -35,6 +35,7 @@ snap() { # snap NAME: what generation NAME published
 	cp "$D/config/config.yaml" "$T/$1.config"
 	ls -A "$D/dev" > "$T/$1.dev"
 	ls -A "$D/proc/driver/nvidia/gpus" > "$T/$1.gpus"
+	ls -A "$ROOT$R/sys/bus/pci/devices" > "$T/$1.pci"
 }
 
 put "$T/a.yaml"
@@ -45,18 +46,19 @@ snap a
 put "$T/b.yaml"
 wait_for 30 gen_is 2 || die "generation B was not published"
 snap b
-check "the generations differ in config.yaml, devices and procfs" \
+check "the generations differ in config.yaml, devices, procfs and the PCI bus" \
 	sh -c "! cmp -s '$T/a.config' '$T/b.config' && ! cmp -s '$T/a.dev' '$T/b.dev' &&
-	       ! cmp -s '$T/a.gpus' '$T/b.gpus'"
+	       ! cmp -s '$T/a.gpus' '$T/b.gpus' && ! cmp -s '$T/a.pci' '$T/b.pci'"
 
-"$PY" - "$D" "$T" > "$T/reader.out" 2>&1 <<'PYEOF' &
+"$PY" - "$D" "$T" "$ROOT$R/sys/bus/pci/devices" > "$T/reader.out" 2>&1 <<'PYEOF' &
 import os, sys
-d, t = sys.argv[1], sys.argv[2]
+d, t, pci = sys.argv[1], sys.argv[2], sys.argv[3]
 gens = {}
 for g in ("a", "b"):
     gens[g] = (open(f"{t}/{g}.config", "rb").read(),
                set(open(f"{t}/{g}.dev").read().split()),
-               set(open(f"{t}/{g}.gpus").read().split()))
+               set(open(f"{t}/{g}.gpus").read().split()),
+               set(open(f"{t}/{g}.pci").read().split()))
 reads = bad = 0
 seen = {"a": 0, "b": 0}
 while not os.path.exists(f"{t}/reader.stop"):
@@ -64,12 +66,14 @@ while not os.path.exists(f"{t}/reader.stop"):
         c = open(f"{d}/config/config.yaml", "rb").read()
         dev = set(os.listdir(f"{d}/dev"))
         gpus = set(os.listdir(f"{d}/proc/driver/nvidia/gpus"))
+        bus = set(os.listdir(pci))
     except OSError as e:
         bad += 1
         print("read failed:", e)
         continue
     reads += 1
-    for what, i, got in (("config.yaml", 0, c), ("dev", 1, dev), ("gpus", 2, gpus)):
+    for what, i, got in (("config.yaml", 0, c), ("dev", 1, dev), ("gpus", 2, gpus),
+                         ("pci", 3, bus)):
         match = [g for g in gens if gens[g][i] == got]
         if not match:
             bad += 1
