@@ -2,10 +2,11 @@
 # `make fuzz` (tests/fuzz.am): run-libfuzzer.sh SRCDIR FUZZ_BUILDDIR TARGET...
 # Builds the targets with libFuzzer + ASan + UBSan in FUZZ_BUILDDIR (a tree
 # configured with FUZZ_CC; tests/fuzz/driver.c is empty there), then runs
-# each for FUZZ_SECONDS, FUZZ_JOBS at a time, on a work corpus seeded from
-# tests/fuzz/corpus/<target>/ and tests/fuzz/regress/<target>/.  Afterwards
-# the inputs that add coverage are merged into tests/fuzz/corpus/<target>/
-# and every crash, leak, timeout or out-of-memory input is copied to
+# each for FUZZ_SECONDS (0: no run, only the corpus step), FUZZ_JOBS at a
+# time, on a work corpus seeded from tests/fuzz/corpus/<target>/ and
+# tests/fuzz/regress/<target>/.  Afterwards tests/fuzz/corpus/<target>/ is
+# its hand-named seeds plus a minimal set covering every edge reached, and
+# every crash, leak, timeout or out-of-memory input is copied to
 # tests/fuzz/regress/<target>/ (replayed by `make check`).  Prints one line
 # per target; exits 1 when anything was found or could not run.
 set -u
@@ -44,6 +45,28 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:verify_asan_
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export MOKKA_SRCDIR=$src
 
+# keep_minimal TARGET CORPUS WORK: CORPUS becomes its hand-named seeds plus
+# a set of inputs (named by their SHA-1, as libFuzzer names them) that
+# covers every edge CORPUS and WORK reach; WORK keeps everything for the
+# next run here.  Edges, not hit counts, keep the committed corpus small.
+keep_minimal() {
+	local t=$1 corp=$2 work=$3 min=$fb/merge/$1 f n named
+	rm -rf "$min"
+	mkdir -p "$min"
+	(cd "$fb" && "./$t" -merge=1 -use_counters=0 "$min" "$corp" "$work") > "$fb/$t.merge.log" 2>&1 ||
+		{ echo "fuzz: $t: merge failed (see $fb/$t.merge.log); corpus left as it was"; return; }
+	named=$(find "$corp" -type f ! -regex '.*/[0-9a-f]\{40\}' -exec sha1sum {} + | cut -d' ' -f1)
+	for f in "$corp"/*; do
+		n=${f##*/}
+		[[ $n =~ ^[0-9a-f]{40}$ ]] && [ ! -e "$min/$n" ] && rm -f "$f"
+	done
+	for f in "$min"/*; do
+		n=${f##*/}
+		[ -e "$f" ] && [ ! -e "$corp/$n" ] && ! grep -qx "$n" <<<"$named" && cp "$f" "$corp/$n"
+	done
+	return 0
+}
+
 run_one() { # run_one TARGET: writes $fb/TARGET.result
 	local t=$1 corp=$src/tests/fuzz/corpus/$1 reg=$src/tests/fuzz/regress/$1
 	local work=$fb/corpus/$1 art=$fb/artifacts/$1 log=$fb/$1.log
@@ -53,12 +76,16 @@ run_one() { # run_one TARGET: writes $fb/TARGET.result
 	mkdir -p "$work" "$art" "$corp"
 	dirs=("$work" "$corp")
 	[ -d "$reg" ] && dirs+=("$reg")
-	(cd "$fb" && "./$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix="$art/" "${dirs[@]}") > "$log" 2>&1
-	rc=$?
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	rc=0
+	if [ "$secs" -gt 0 ]; then
+		(cd "$fb" && "./$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
+			-print_final_stats=1 -artifact_prefix="$art/" "${dirs[@]}") > "$log" 2>&1
+		rc=$?
+	fi
+	execs=-
+	[ "$secs" -gt 0 ] && execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	before=$(find "$corp" -type f | wc -l)
-	(cd "$fb" && "./$t" -merge=1 "$corp" "$work") > "$fb/$t.merge.log" 2>&1
+	keep_minimal "$t" "$corp" "$work"
 	after=$(find "$corp" -type f | wc -l)
 	for f in "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-*; do
 		[ -f "$f" ] || continue
