@@ -603,7 +603,7 @@ static void mode_verbs(void)
 static int errno_named(const char *s)
 {
 	static const struct { const char *n; int e; } t[] = {
-		{ "ENOENT", ENOENT }, { "ENXIO", ENXIO },
+		{ "ENOENT", ENOENT }, { "ENXIO", ENXIO }, { "EACCES", EACCES },
 		{ "EPROTONOSUPPORT", EPROTONOSUPPORT },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)

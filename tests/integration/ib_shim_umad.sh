@@ -41,6 +41,24 @@ rm -f "$MOCK_IB_SOCKET"
 run "no daemon" "$IB_PRELOAD" full open-errno /dev/infiniband/umad0 ENXIO
 run "no node" "$IB_PRELOAD" full open-errno /dev/infiniband/umad7 ENOENT
 run "no daemon" "$IB_PRELOAD" full socket-errno EPROTONOSUPPORT
+# A daemon socket this user may not use (mock-ib's is 0660, root and its
+# --socket-group, like the umad node): EACCES, as the node's mode gives.
+if command -v setpriv >/dev/null && [ "$(id -u)" -eq 0 ]; then
+	python3 -c 'import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1]); s.listen(1); os.chmod(sys.argv[1], 0o660); time.sleep(60)' \
+		"$MOCK_IB_SOCKET" &
+	LISTENER=$!
+	wait_for 5 test -S "$MOCK_IB_SOCKET" || die "no listener at $MOCK_IB_SOCKET"
+	chmod 0755 "$T"
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env MOCK_IB=full \
+		LD_PRELOAD="$IB_PRELOAD" timeout 60 "$probe" open-errno /dev/infiniband/umad0 EACCES 2>&1)
+	check "no access to the daemon's socket: open umad0 fails with EACCES ($out)" \
+		grep -q '^ok: ' <<<"$out"
+	kill "$LISTENER" 2>/dev/null
+	wait "$LISTENER" 2>/dev/null
+	rm -f "$MOCK_IB_SOCKET"
+fi
 # The verbs API shim needs no daemon: sysfs mode, every query from the tree.
 run "verbs API" "$IB_PRELOAD" sysfs verbs
 run "verbs API, redirect first" "$IB_SYS:$IB_UMAD:$IB_VERBS" sysfs verbs
