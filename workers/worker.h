@@ -28,7 +28,7 @@ struct worker {
 	/* A Stage succeeded and its generation waits for Publish; own is
 	 * every path this simulator owned then or before (its own entries in
 	 * a shared surface, told from another simulator's). */
-	bool staged;
+	bool staged, published;
 	struct manifest own;
 };
 

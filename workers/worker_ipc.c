@@ -121,10 +121,34 @@ static int op_stage(struct worker *w, const struct ipc_msg *m, struct sim_errors
 		return -EINVAL;
 	}
 	r = worker_stage(w, errs);
-	w->ctx.ready = r == 0;
+	/* Generational surfaces serve what was last published: ready once a
+	 * generation is live, not when one is merely staged. */
+	w->ctx.ready = r == 0 && (!w->sim->gens || w->published);
 	if (r)
 		snprintf(w->ctx.not_ready_reason, sizeof(w->ctx.not_ready_reason),
 			 "stage failed: %s", errs->n ? errs->e[0].message : strerror(-r));
+	else if (!w->ctx.ready)
+		snprintf(w->ctx.not_ready_reason, sizeof(w->ctx.not_ready_reason),
+			 "generation %llu staged, not yet published",
+			 (unsigned long long)w->state.generation);
+	return r;
+}
+
+static int op_publish(struct worker *w, const struct ipc_msg *m, struct sim_errors *errs)
+{
+	int r;
+
+	/* After the barrier: only the generation this worker staged. */
+	if (!w->have_state || w->state.generation != m->gen || !w->staged) {
+		sim_error(errs, "state", "publish for generation %llu without its stage",
+			  (unsigned long long)m->gen);
+		return -EINVAL;
+	}
+	r = worker_publish(w, errs);
+	w->ctx.ready = r == 0;
+	if (r)
+		snprintf(w->ctx.not_ready_reason, sizeof(w->ctx.not_ready_reason),
+			 "publish failed: %s", errs->n ? errs->e[0].message : strerror(-r));
 	return r;
 }
 
@@ -155,13 +179,7 @@ static int run_cmd(struct worker *w, const struct ipc_msg *m, struct sim_errors 
 	case IPC_OP_STAGE:
 		return op_stage(w, m, errs);
 	case IPC_OP_PUBLISH:
-		/* After the barrier: only the generation this worker staged. */
-		if (!w->have_state || w->state.generation != m->gen || !w->ctx.ready) {
-			sim_error(errs, "state", "publish for generation %llu without its stage",
-				  (unsigned long long)m->gen);
-			return -EINVAL;
-		}
-		return worker_publish(w, errs);
+		return op_publish(w, m, errs);
 	case IPC_OP_APPLY:
 		if (!w->have_state || w->state.generation != m->gen) {
 			sim_error(errs, "state", "apply for generation %llu without its stage",
@@ -210,7 +228,8 @@ static int handle(struct worker *w, const struct ipc_msg *m)
 		return -EPROTO;
 	if (send_result(w, m->op, m->gen, m->seq, r, &errs) < 0)
 		return -EPIPE;
-	if ((m->op == IPC_OP_STAGE || w->status_seen) && send_ready(w, m->gen, m->seq) < 0)
+	if ((m->op == IPC_OP_STAGE || m->op == IPC_OP_PUBLISH || w->status_seen) &&
+	    send_ready(w, m->gen, m->seq) < 0)
 		return -EPIPE;
 	return w->shutdown_seen ? 1 : 0;
 }

@@ -210,6 +210,8 @@ int worker_publish(struct worker *w, struct sim_errors *errs)
 	w->staged = false;
 	if ((r = gen_publish(&w->ctx.host, &w->own, err, sizeof(err))) < 0)
 		sim_error(errs, "publish", "%s", err);
+	else
+		w->published = true;
 	manifest_free(&w->own);
 	return r;
 }
