@@ -77,6 +77,12 @@ int gen_prepare(struct host *h, const char *sim, const char *const *gens, bool m
 
 	h->gens = gens;
 	h->staging = false;
+	/* No state yet (a worker restarted into a teardown): no mock root to
+	 * hold generations, and never the host's own tree. */
+	if (h->mock_root[0] != '/' || strspn(h->mock_root, "/") == strlen(h->mock_root)) {
+		h->gens = NULL;
+		return -EINVAL;
+	}
 	n = snprintf(h->shadow, sizeof(h->shadow), "%s" HOST_SHADOW_DIR "/%s", h->mock_root, sim);
 	if (n < 0 || (size_t)n >= sizeof(h->shadow))
 		return -ENAMETOOLONG;
@@ -184,7 +190,8 @@ int gen_publish(const struct host *h, const struct manifest *own, char *err, siz
 			continue;
 		r = errno == ENOENT && rename(shadow, live) == 0 ? 0 : -errno;
 		if (r < 0) {
-			snprintf(err, errlen, "%s: swap with %s: %s", logical, shadow, strerror(-r));
+			snprintf(err, errlen, "%s: swap with %s: %s", logical, shadow,
+				 strerror(-r));
 			return r;
 		}
 	}

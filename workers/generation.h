@@ -14,7 +14,8 @@ struct manifest;
 
 /* Point h at sim's shadow (<mock_root>/.staged/<sim>) and, with make,
  * make the shadow's parent directories.  gens may be NULL (no
- * generational surfaces).  0 or -errno. */
+ * generational surfaces).  0 or -errno; -EINVAL (and no generations)
+ * when h->mock_root is not an absolute path below /. */
 int gen_prepare(struct host *h, const char *sim, const char *const *gens, bool make);
 
 /* After a successful Stage: remove from the shadow every entry whose live

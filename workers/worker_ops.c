@@ -186,9 +186,9 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 	w->staged = false;
 	if (!w->sim->stage)
 		return 0;
-	if ((r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, true)) < 0) {
-		sim_error(errs, "state", "%s%s/%s: %s", w->state.mock_root, HOST_SHADOW_DIR,
-			  w->sim->name, strerror(-r));
+	if (w->sim->gens && (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, true)) < 0) {
+		sim_error(errs, "state", "mock root '%s': shadow %s/%s: %s", w->state.mock_root,
+			  HOST_SHADOW_DIR, w->sim->name, strerror(-r));
 		return r;
 	}
 	r = run_owned(w, "stage", w->sim->stage, w->sim->gens != NULL, errs);
@@ -234,7 +234,8 @@ int worker_discard(struct worker *w, struct sim_errors *errs)
 	w->staged = false;
 	if (w->sim->discard && (r = w->sim->discard(&w->ctx, errs)) < 0)
 		sim_error(errs, "stage", "%s", strerror(-r));
-	if (w->sim->gens && (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, false)) == 0 &&
+	if (w->sim->gens && w->have_state &&
+	    (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, false)) == 0 &&
 	    (r = gen_remove_all(&w->ctx.host)) < 0)
 		sim_error(errs, "stage", "remove the staged generations: %s", strerror(-r));
 	r = remove_owned(w, "stage", NULL, errs);
