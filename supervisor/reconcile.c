@@ -6,8 +6,11 @@
  *   STAGE (the other simulators, parallel; every error collected)
  *     -> any failed: report, no publish, no daemons, no Apply; keep what
  *        is published
- *     -> PUBLISH (ROLE_PUBLISH: the staged generation goes live, one
- *        atomic swap per surface) -> DAEMONS (run once, later reload)
+ *     -> PUBLISH_FIRST (ROLE_STAGE_FIRST publishers, to completion)
+ *     -> PUBLISH (the other ROLE_PUBLISH simulators: the staged generation
+ *        goes live, one atomic swap per surface)
+ *     -> any failed: report, no daemons, no Apply
+ *     -> DAEMONS (run once, later reload)
  *     -> APPLY (appliers, fail-fast)
  *   teardown: REVOKE -> STOP_DAEMONS -> DISCARD -> DONE
  */
@@ -25,7 +28,8 @@
 
 static const char *const phase_names[] = {
 	[PASS_IDLE] = "idle", [PASS_STAGE_FIRST] = "stage-first", [PASS_STAGE] = "stage",
-	[PASS_PUBLISH] = "publish", [PASS_DAEMONS] = "daemons",
+	[PASS_PUBLISH_FIRST] = "publish-first", [PASS_PUBLISH] = "publish",
+	[PASS_DAEMONS] = "daemons",
 	[PASS_APPLY] = "apply", [PASS_REVOKE] = "revoke",
 	[PASS_STOP_DAEMONS] = "stop-daemons", [PASS_DISCARD] = "discard", [PASS_DONE] = "done",
 };
@@ -35,8 +39,8 @@ static bool has_role(const struct worker_proc *w, unsigned role)
 	return (w->def->roles & role) != 0;
 }
 
-/* Send op to every worker with role but none of skip; returns how many
- * were addressed. */
+/* Send op to every worker with all of role's bits but none of skip;
+ * returns how many were addressed. */
 static int wave_mask(struct supervisor *s, unsigned role, unsigned skip, enum ipc_op op,
 		     int fd, uint64_t deadline)
 {
@@ -44,7 +48,7 @@ static int wave_mask(struct supervisor *s, unsigned role, unsigned skip, enum ip
 
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker_proc *w = &s->workers[i];
-		if (!has_role(w, role) || has_role(w, skip))
+		if ((w->def->roles & role) != role || has_role(w, skip))
 			continue;
 		n++;
 		/* Teardown runs even for a worker that is down or busy: it is
@@ -226,21 +230,28 @@ static void finish_pass(struct supervisor *s, bool ok)
 static void start_daemons(struct supervisor *s);
 
 /* Only a pass whose every Stage succeeded gets here: the staged
- * generations go live. */
+ * generations go live, the first publishers alone, then the others. */
+static void start_publish_first(struct supervisor *s)
+{
+	s->phase = PASS_PUBLISH_FIRST;
+	s->wave_started_ms = loop_now_ms();
+	wave_mask(s, ROLE_PUBLISH | ROLE_STAGE_FIRST, 0, IPC_OP_PUBLISH, -1, STAGE_DEADLINE_MS);
+}
+
 static void start_publish(struct supervisor *s)
 {
 	s->phase = PASS_PUBLISH;
-	if (wave(s, ROLE_PUBLISH, IPC_OP_PUBLISH, -1, STAGE_DEADLINE_MS) == 0)
-		start_daemons(s);
+	wave_mask(s, ROLE_PUBLISH, ROLE_STAGE_FIRST, IPC_OP_PUBLISH, -1, STAGE_DEADLINE_MS);
 }
 
-static bool finish_publish(struct supervisor *s)
+/* role: every worker with all of role's bits */
+static bool finish_publish(struct supervisor *s, unsigned role)
 {
 	bool ok = true;
 
 	for (int i = 0; i < s->nworkers; i++) {
 		struct worker_proc *w = &s->workers[i];
-		if (!has_role(w, ROLE_PUBLISH) || worker_op_ok(w))
+		if ((w->def->roles & role) != role || worker_op_ok(w))
 			continue;
 		ok = false;
 		log_error("reconcile: generation %llu: publish %s failed: %s",
@@ -363,12 +374,20 @@ static bool pass_step(struct supervisor *s)
 		if (!s->status.last_stage_ok)
 			finish_pass(s, false);	/* the barrier holds: nothing published */
 		else
+			start_publish_first(s);
+		return true;
+	case PASS_PUBLISH_FIRST:
+		if (!wave_done(s, ROLE_PUBLISH))
+			return false;
+		if (!finish_publish(s, ROLE_PUBLISH | ROLE_STAGE_FIRST))
+			finish_pass(s, false);
+		else
 			start_publish(s);
 		return true;
 	case PASS_PUBLISH:
 		if (!wave_done(s, ROLE_PUBLISH))
 			return false;
-		if (!finish_publish(s))
+		if (!finish_publish(s, ROLE_PUBLISH))
 			finish_pass(s, false);
 		else
 			start_daemons(s);

@@ -57,7 +57,8 @@ const struct sim_def sim_table[] = {
 	{ "kernellog", "mokka-worker-kernellog", ROLE_SIM | ROLE_DAEMON | ROLE_RELOAD_OVERRIDES,
 	  caps_files, daemons_kl },
 	{ "imex", "mokka-worker-imex", ROLE_SIM, caps_mknod, NULL },
-	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST, caps_cri, NULL },
+	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST | ROLE_PUBLISH,
+	  caps_cri, NULL },
 };
 const size_t sim_table_len = sizeof(sim_table) / sizeof(sim_table[0]);
 

@@ -34,8 +34,10 @@ struct source;
  * gpudriver prunes the device nodes they name, SURFACES.md §7.6). */
 /* ROLE_RELOAD_OVERRIDES: this simulator's daemon also gets Reload (SIGHUP)
  * when the runtime overrides document changes (overrides_watch.c). */
-/* ROLE_PUBLISH: this simulator stages into a shadow; after the barrier it
- * gets Publish, which makes the generation live (workers/generation.h). */
+/* ROLE_PUBLISH: after the barrier this simulator gets Publish, which makes
+ * its staged generation live (workers/generation.h); with ROLE_STAGE_FIRST
+ * its Publish completes before the others' (cri withdraws CDI entries of
+ * departing GPUs before gpudriver's publish prunes their nodes). */
 enum { ROLE_SIM = 1, ROLE_APPLY = 2, ROLE_DAEMON = 4, ROLE_STAGE_FIRST = 8,
        ROLE_RELOAD_OVERRIDES = 16, ROLE_PUBLISH = 32 };
 
@@ -92,7 +94,8 @@ struct daemon_proc {
 };
 
 enum pass_phase {
-	PASS_IDLE, PASS_STAGE_FIRST, PASS_STAGE, PASS_PUBLISH, PASS_DAEMONS, PASS_APPLY,
+	PASS_IDLE, PASS_STAGE_FIRST, PASS_STAGE, PASS_PUBLISH_FIRST, PASS_PUBLISH, PASS_DAEMONS,
+	PASS_APPLY,
 	PASS_REVOKE, PASS_STOP_DAEMONS, PASS_DISCARD, PASS_DONE,
 };
 

@@ -46,6 +46,10 @@ struct simulator {
 	 * ctx->host.  Add errors to errs and return -errno on failure. */
 	int (*stage)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
 	int (*apply)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
+	/* Publish, after the supervisor's barrier (may be NULL): what may
+	 * change only for a pass whose every Stage succeeded, done before the
+	 * generational surfaces (gens) swap. */
+	int (*publish)(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
 	/* Describe the daemon (SIM_ROLE_DAEMON) in the IPC's one spec type;
 	 * out->name is a bare binary name the supervisor resolves under its
 	 * libexecdir and checks against this simulator's row.  Also writes

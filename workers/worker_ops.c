@@ -77,7 +77,6 @@ static void remember_own(struct worker *w, const struct manifest *old,
 		manifest_add(&w->own, old->paths[i], old->kinds[i]);
 	for (size_t i = 0; i < cur->n; i++)
 		manifest_add(&w->own, cur->paths[i], cur->kinds[i]);
-	w->staged = true;
 }
 
 /* After a good op: what old owned and cur does not goes.  A generational
@@ -184,14 +183,17 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 		nanosleep(&ts, NULL);
 	}
 	w->staged = false;
-	if (!w->sim->stage)
+	if (!w->sim->stage) {
+		w->staged = true;
 		return 0;
+	}
 	if (w->sim->gens && (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, true)) < 0) {
 		sim_error(errs, "state", "mock root '%s': shadow %s/%s: %s", w->state.mock_root,
 			  HOST_SHADOW_DIR, w->sim->name, strerror(-r));
 		return r;
 	}
 	r = run_owned(w, "stage", w->sim->stage, w->sim->gens != NULL, errs);
+	w->staged = r == 0;
 	/* Stand-alone, this Stage is the whole pass: no barrier to wait for. */
 	if (r == 0 && w->sock < 0)
 		r = worker_publish(w, errs);
@@ -201,17 +203,19 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 int worker_publish(struct worker *w, struct sim_errors *errs)
 {
 	char err[512] = "";
-	int r;
+	int r = 0;
 
 	/* Only a generation staged and not yet published swaps in: a second
 	 * swap would bring the previous one back. */
 	if (!w->staged)
 		return 0;
 	w->staged = false;
-	if ((r = gen_publish(&w->ctx.host, &w->own, err, sizeof(err))) < 0)
+	if (w->sim->publish && (r = w->sim->publish(&w->ctx, &w->state, errs)) == 0 && errs->n)
+		r = -EIO;
+	if (r == 0 && w->sim->gens &&
+	    (r = gen_publish(&w->ctx.host, &w->own, err, sizeof(err))) < 0)
 		sim_error(errs, "publish", "%s", err);
-	else
-		w->published = true;
+	w->published = r == 0;
 	manifest_free(&w->own);
 	return r;
 }

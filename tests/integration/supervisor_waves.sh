@@ -58,7 +58,8 @@ rm -f "$ROOT$R/proc" "$ROOT$R/topology"
 mv "$T/proc.saved" "$ROOT$R/proc"
 mv "$T/topology.saved" "$ROOT$R/topology"
 wait_for 40 is_code /healthz 200 || fail "/healthz did not recover once the cause went away"
-check "NFD file republished for the new generation" grep -q '550.999.02' "$nfd"
+# /healthz turns 200 at the barrier; Publish and Apply follow.
+check "NFD file republished for the new generation" wait_for 10 grep -q '550.999.02' "$nfd"
 
 # An Apply failure: Stage is fine (/healthz stays 200), the pass fails and
 # is reported, and the retry publishes once the cause is gone.

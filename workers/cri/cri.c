@@ -1,9 +1,11 @@
 /* cri: the simulator table (SURFACES.md §2, §7.6).
  *
- * Stage (it runs before every other simulator's Stage, ROLE_STAGE_FIRST):
- *   withdraw nvml-mock-nri.yaml, so the NRI plugin falls back to raw
- *   device nodes while gpudriver prunes; re-render a published nvidia.yaml
+ * Publish (after the barrier, only for a pass whose every Stage succeeded;
+ * before every other simulator's Publish, ROLE_STAGE_FIRST): withdraw
+ *   nvml-mock-nri.yaml, so the NRI plugin falls back to raw device nodes
+ *   while gpudriver's publish prunes; re-render a published nvidia.yaml
  *   for the new state, so entries of departing GPUs go before their nodes.
+ *   (In Stage this changed the specs of a pass that then failed.)
  * Apply: toolkit and containerd setup (setup.c), both specs, then one
  *   restart of containerd when its configuration bytes changed.
  * Revoke: the drop-in goes and a restart is queued; the manifest removes
@@ -31,7 +33,7 @@ static struct {
 
 static void test_delay(void)
 {
-	/* Test hook: hold Stage so a test can watch the ordering barrier. */
+	/* Test hook: hold the withdrawal so a test can watch the ordering. */
 	const char *v = getenv("MOKKA_TEST_CRI_STAGE_DELAY_MS");
 	long ms = v ? atol(v) : 0;
 
@@ -50,7 +52,7 @@ static bool published(const struct host *h, const char *spec)
 	       host_path(h, res, full, sizeof(full)) == 0 && lstat(full, &st) == 0;
 }
 
-static int cri_stage(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+static int cri_withdraw(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
 {
 	struct host h = ctx->host;
 	char *text = NULL;
@@ -205,7 +207,7 @@ static bool cri_ready(struct sim_ctx *ctx, const struct state *s, char *reason, 
 const struct simulator cri_simulator = {
 	.name = "cri",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
-	.stage = cri_stage,
+	.publish = cri_withdraw,
 	.apply = cri_apply,
 	.revoke = cri_revoke,
 	.ready = cri_ready,
