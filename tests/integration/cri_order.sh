@@ -1,12 +1,13 @@
 #!/bin/bash
-# Ordering across the Stage barrier (SURFACES.md §7.6): shrinking the GPU
+# Ordering across the Publish barrier (SURFACES.md §7.6): shrinking the GPU
 # count 8 -> 4 removes the spec entries (nvidia.yaml) and withdraws the NRI
 # spec before gpudriver removes /dev/nvidia4..7; growing back 4 -> 8 names
 # the new GPUs only once their nodes exist.  A poller watches the node and
 # the specs the whole time (node first, then spec: a spec that still names
-# a node already gone is a real violation).  cri's Stage is held 400 ms by
-# a test hook, so without the stage-first barrier gpudriver would prune
-# while cri sleeps and this test fails.
+# a node already gone is a real violation).  cri's withdrawal (its
+# Publish, after the barrier) is held 400 ms by a test hook, so without the
+# publish-first order gpudriver's publish would prune while cri sleeps and
+# this test fails.
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
