@@ -501,10 +501,12 @@ Test(tables, worker_side)
 {
 	cr_assert(ipc_worker_accepts(IPC_PHASE_IDLE, IPC_OP_STAGE));
 	cr_assert(ipc_worker_accepts(IPC_PHASE_IDLE, IPC_OP_APPLY));
+	cr_assert(ipc_worker_accepts(IPC_PHASE_IDLE, IPC_OP_PUBLISH));
 	cr_assert(ipc_worker_accepts(IPC_PHASE_IDLE, IPC_OP_DISCARD));
 	cr_assert(ipc_worker_accepts(IPC_PHASE_IDLE, IPC_OP_SHUTDOWN));
 	cr_assert_not(ipc_worker_accepts(IPC_PHASE_BUSY, IPC_OP_STAGE));
 	cr_assert_not(ipc_worker_accepts(IPC_PHASE_BUSY, IPC_OP_APPLY));
+	cr_assert_not(ipc_worker_accepts(IPC_PHASE_BUSY, IPC_OP_PUBLISH));
 	cr_assert_not(ipc_worker_accepts(IPC_PHASE_BUSY, IPC_OP_RUN));
 	cr_assert(ipc_worker_accepts(IPC_PHASE_BUSY, IPC_OP_ABORT));
 	cr_assert(ipc_worker_accepts(IPC_PHASE_BUSY, IPC_OP_STATUS));

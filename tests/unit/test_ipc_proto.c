@@ -265,6 +265,8 @@ Test(proto, commands_round_trip_and_fd_rule)
 	cr_expect_eq(ipc_encode_cmd(&c, -1, &f), -EINVAL, "stage without its fd");
 	c.op = IPC_OP_APPLY;
 	cr_expect_eq(ipc_encode_cmd(&c, fd, &f), -EINVAL, "apply with an fd");
+	c.op = IPC_OP_PUBLISH;
+	cr_expect_eq(ipc_encode_cmd(&c, fd, &f), -EINVAL, "publish with an fd");
 	c.op = IPC_OP_HELLO;
 	cr_expect_eq(ipc_encode_cmd(&c, -1, &f), -EINVAL, "hello is not a command");
 	BAD(HDR("stage") "}", ipc_decode_cmd, &o, "no state fd");
