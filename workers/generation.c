@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ipc/log.h"
 #include "workers/generation.h"
 #include "workers/manifest.h"
 
@@ -165,6 +166,37 @@ static int mirror_foreign(const char *full, const struct stat *st, int type, str
 	return 0;
 }
 
+static int drop_any(const char *full, const struct stat *st, int type, struct FTW *f)
+{
+	if ((type == FTW_DP ? rmdir(full) : unlink(full)) < 0 && errno != ENOENT)
+		fail(&walk.first, -errno);
+	return 0;
+}
+
+/* A filesystem without RENAME_EXCHANGE: three renames, the live path
+ * briefly absent (never a mix), said once. */
+static int swap_by_renames(const char *live, const char *shadow)
+{
+	static bool warned;
+	char old[8300];
+
+	if (!warned) {
+		warned = true;
+		log_warn("generations: %s: no RENAME_EXCHANGE on this filesystem; publishing "
+			 "by three renames (the surface is briefly absent)", live);
+	}
+	snprintf(old, sizeof(old), "%s.mokka-old", shadow);
+	walk_tree("", old, "", drop_any, FTW_DEPTH);	/* a crashed swap's */
+	if (rename(live, old) < 0)
+		return -errno;
+	if (rename(shadow, live) < 0) {
+		int r = -errno;
+		rename(old, live);
+		return r;
+	}
+	return rename(old, shadow) < 0 ? -errno : 0;
+}
+
 int gen_publish(const struct host *h, const struct manifest *own, char *err, size_t errlen)
 {
 	char live[8192], shadow[8192], logical[4096];
@@ -188,20 +220,18 @@ int gen_publish(const struct host *h, const struct manifest *own, char *err, siz
 		}
 		if (renameat2(AT_FDCWD, shadow, AT_FDCWD, live, RENAME_EXCHANGE) == 0)
 			continue;
-		r = errno == ENOENT && rename(shadow, live) == 0 ? 0 : -errno;
+		if (errno == ENOENT)
+			r = rename(shadow, live) == 0 ? 0 : -errno;
+		else if (errno == EINVAL || errno == ENOSYS)
+			r = swap_by_renames(live, shadow);
+		else
+			r = -errno;
 		if (r < 0) {
 			snprintf(err, errlen, "%s: swap with %s: %s", logical, shadow,
 				 strerror(-r));
 			return r;
 		}
 	}
-	return 0;
-}
-
-static int drop_any(const char *full, const struct stat *st, int type, struct FTW *f)
-{
-	if ((type == FTW_DP ? rmdir(full) : unlink(full)) < 0 && errno != ENOENT)
-		fail(&walk.first, -errno);
 	return 0;
 }
 
