@@ -22,7 +22,6 @@
 
 /* nftw gives its callback no argument: the walk in progress. */
 static struct {
-	const struct host *h;
 	const struct manifest *keep;
 	char logical[4096];	/* host path of the surface's live side */
 	char from[8192];	/* root-joined tree being walked */
@@ -132,7 +131,6 @@ int gen_converge(const struct host *h, const struct manifest *keep)
 {
 	char live[8192], shadow[8192], logical[4096];
 
-	walk.h = h;
 	walk.keep = keep;
 	walk.first = 0;
 	for (int i = 0; h->gens && h->gens[i]; i++) {
@@ -203,7 +201,6 @@ int gen_publish(const struct host *h, const struct manifest *own, char *err, siz
 	struct stat st;
 	int r;
 
-	walk.h = h;
 	walk.keep = own;
 	for (int i = 0; h->gens && h->gens[i]; i++) {
 		if (sides(h, i, live, shadow, sizeof(live)) < 0)
@@ -240,7 +237,6 @@ int gen_remove_all(const struct host *h)
 	char live[8192], shadow[8192], dir[8192];
 	int first = 0;
 
-	walk.h = h;
 	for (int i = 0; h->gens && h->gens[i]; i++) {
 		if (sides(h, i, live, shadow, sizeof(live)) < 0)
 			return -ENAMETOOLONG;
