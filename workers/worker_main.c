@@ -46,7 +46,8 @@ static void usage(FILE *f, const char *prog)
 		"  --log-level LEVEL   error|warn|info|debug (default info)\n"
 		"  --log-format FMT    text|json (default text)\n"
 		"  --help, --version\n\n"
-		"Verbs: stage (render), apply (publish), revoke, discard (remove exactly\n"
+		"Verbs: stage (render; alone, also publish), apply (expose outside the\n"
+		"mock tree), revoke, discard (remove exactly\n"
 		"what was created), run (stage, run the daemon in the foreground until\n"
 		"Ctrl-C, then discard), status (print readiness).\n", prog);
 }
