@@ -48,7 +48,7 @@ static const struct daemon_def daemons_kl[] = {
 
 const struct sim_def sim_table[] = {
 	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY | ROLE_PUBLISH, caps_files, NULL },
-	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM, caps_files, NULL },
+	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM | ROLE_PUBLISH, caps_files, NULL },
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files,
 	  daemons_fm },
 	{ "gpudriver", "mokka-worker-gpudriver", ROLE_SIM | ROLE_APPLY | ROLE_PUBLISH,
@@ -56,7 +56,10 @@ const struct sim_def sim_table[] = {
 	{ "ib", "mokka-worker-ib", ROLE_SIM | ROLE_DAEMON | ROLE_PUBLISH, caps_mknod, daemons_ib },
 	{ "kernellog", "mokka-worker-kernellog", ROLE_SIM | ROLE_DAEMON | ROLE_RELOAD_OVERRIDES,
 	  caps_files, daemons_kl },
-	{ "imex", "mokka-worker-imex", ROLE_SIM, caps_mknod, NULL },
+	/* imex publishes first: its channel directory lies inside gpudriver's
+	 * dev generation, whose Publish then carries it into the new one. */
+	{ "imex", "mokka-worker-imex", ROLE_SIM | ROLE_STAGE_FIRST | ROLE_PUBLISH, caps_mknod,
+	  NULL },
 	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST | ROLE_PUBLISH,
 	  caps_cri, NULL },
 };

@@ -195,6 +195,21 @@ static int swap_by_renames(const char *live, const char *shadow)
 	return rename(old, shadow) < 0 ? -errno : 0;
 }
 
+/* A surface this pass did not stage (converge removed its shadow: IMEX
+ * turned off, no topology document) is withdrawn when its live side is
+ * ours, in one rename into the shadow, where the next Stage converges it
+ * like any previous generation.  Never ours (nothing published yet, or
+ * not staged at all): left alone. */
+static int withdraw(const char *live, const char *shadow, const char *logical,
+		    const struct manifest *own)
+{
+	if (!manifest_has(own, logical))
+		return 0;
+	if (rename(live, shadow) == 0 || errno == ENOENT)
+		return 0;
+	return -errno;
+}
+
 int gen_publish(const struct host *h, const struct manifest *own, char *err, size_t errlen)
 {
 	char live[8192], shadow[8192], logical[4096];
@@ -205,9 +220,15 @@ int gen_publish(const struct host *h, const struct manifest *own, char *err, siz
 	for (int i = 0; h->gens && h->gens[i]; i++) {
 		if (sides(h, i, live, shadow, sizeof(live)) < 0)
 			return -ENAMETOOLONG;
-		if (lstat(shadow, &st) < 0)
-			continue;	/* not staged this pass (e.g. no nvidia-smi source) */
 		snprintf(logical, sizeof(logical), "%s%s", h->mock_root, h->gens[i]);
+		if (lstat(shadow, &st) < 0) {
+			if ((r = withdraw(live, shadow, logical, own)) < 0) {
+				snprintf(err, errlen, "%s: withdraw into %s: %s", logical, shadow,
+					 strerror(-r));
+				return r;
+			}
+			continue;
+		}
 		walk.first = 0;
 		if (S_ISDIR(st.st_mode) &&
 		    (walk_tree(logical, live, shadow, mirror_foreign, 0), walk.first < 0)) {

@@ -24,7 +24,9 @@ int gen_converge(const struct host *h, const struct manifest *keep);
 
 /* Make the staged generation live: per surface, entries of the live side
  * that own does not list (another simulator's) are linked into the
- * shadow, then shadow and live swap.  A surface not staged is skipped.
+ * shadow, then shadow and live swap.  A surface not staged this pass is
+ * withdrawn (its live side moved into the shadow) when own lists it, else
+ * skipped.
  * 0 or -errno with why in err. */
 int gen_publish(const struct host *h, const struct manifest *own, char *err, size_t errlen);
 

@@ -5,8 +5,9 @@
 #     (stat), R/imex/proc-devices is accepted by a parser written to the DRA
 #     driver's rules (its two majors found, every char line "<major> <name>",
 #     nothing duplicated), over the host's list and over a fake one at
-#     <host-root>/proc/devices; a second Stage writes nothing (inodes and
-#     ctimes unchanged); conflicting or malformed lists are refused;
+#     <host-root>/proc/devices; re-staging writes nothing (two passes on,
+#     the live tree has the inodes it had); conflicting or malformed lists
+#     are refused;
 #   * the archive: a synthetic redist .tar.xz of fake binaries with a
 #     sha256 list is staged (real daemon, ctl, config, notices, then the
 #     --nogpu shim, published last), the shim execs the real binary with
@@ -65,8 +66,13 @@ PYEOF
 parses() { "$PY" "$T/procdevices.py" "$@" > "$T/parse.out" 2>&1 || { sed 's/^/# /' "$T/parse.out"; return 1; }; }
 
 # The surfaces (not R/state, where the framework saves its manifest).
-snap() { (cd "$1" && find . -path ./var/lib/nvml-mock/state -prune -o \
-	-printf '%p %y %m %i %C@ %s\n' | sort); }
+# The live tree as consumers see it.  Stage renders a shadow and Publish
+# swaps it in (workers/generation.h), so the two generations alternate: a
+# Stage that changes nothing leaves, one pass later, the very inodes (and
+# sizes, modes) of the pass before, nothing rewritten.  ctime is left out:
+# the swap itself is a rename.
+snap() { (cd "$1" && find . \( -path ./var/lib/nvml-mock/state -o \
+	-path ./var/lib/nvml-mock/.staged \) -prune -o -printf '%p %y %m %i %s\n' | sort); }
 stage() { # stage ROOT [ENV=VAL...]: the worker, standalone
 	local h=$1; shift
 	mkdir -p "$h"
@@ -89,7 +95,10 @@ check "no channel6" [ ! -e "$h$C/channel6" ]
 check "R/imex/proc-devices parses with the DRA driver's rules" parses "$h$R/imex/proc-devices" 242 243
 check "it keeps the host's own lines" grep -q "^ *1 mem$" "$h$R/imex/proc-devices"
 snap "$h" > "$T/snap1"
-stage "$h" IMEX_CHANNEL_COUNT=6 IMEX_CHANNEL_MAJOR=242 IMEX_CAPS_MAJOR=243 || fail "restage"
+for pass in 2 3; do
+	stage "$h" IMEX_CHANNEL_COUNT=6 IMEX_CHANNEL_MAJOR=242 IMEX_CAPS_MAJOR=243 ||
+		fail "restage $pass"
+done
 snap "$h" > "$T/snap2"
 if diff -u "$T/snap1" "$T/snap2" > "$T/snap.diff"; then pass "re-staging writes nothing"
 else fail "re-staging changed files"; sed 's/^/# /' "$T/snap.diff" | head; fi
@@ -178,7 +187,10 @@ rc=$?
 check "no real binary: exit 127 (got $rc) with a message" \
 	sh -c "[ $rc -eq 127 ] && grep -q 'exec $T/none' '$T/shim.err'"
 snap "$h" > "$T/snap1"
-stage "$h" MOKKA_IMEX_ARCHIVE="$A/imex.tar.xz" MOKKA_IMEX_CHECKSUMS="$A/files.sha256" IMEX_CHANNEL_COUNT=1
+for pass in 1 2; do
+	stage "$h" MOKKA_IMEX_ARCHIVE="$A/imex.tar.xz" MOKKA_IMEX_CHECKSUMS="$A/files.sha256" \
+		IMEX_CHANNEL_COUNT=1
+done
 snap "$h" > "$T/snap2"
 check "re-staging the archive writes nothing" cmp -s "$T/snap1" "$T/snap2"
 stage "$h" IMEX_CHANNEL_COUNT=1

@@ -29,15 +29,15 @@ static const struct wanted {
 	mode_t mode;
 	bool required;
 } wanted[] = {
-	{ "nvidia-imex", "/driver/usr/bin/nvidia-imex.real", 0755, true },
-	{ "nvidia-imex-ctl", "/driver/usr/bin/nvidia-imex-ctl", 0755, true },
-	{ "config.cfg", "/driver/etc/nvidia-imex/config.cfg", 0644, false },
-	{ "LICENSE", "/driver/usr/share/doc/nvidia-imex/LICENSE", 0644, false },
-	{ "third-party-notices.txt", "/driver/usr/share/doc/nvidia-imex/third-party-notices.txt",
+	{ "nvidia-imex", IMEX_BIN "/nvidia-imex.real", 0755, true },
+	{ "nvidia-imex-ctl", IMEX_BIN "/nvidia-imex-ctl", 0755, true },
+	{ "config.cfg", IMEX_CONFIG_DIR "/config.cfg", 0644, false },
+	{ "LICENSE", IMEX_DOC_DIR "/LICENSE", 0644, false },
+	{ "third-party-notices.txt", IMEX_DOC_DIR "/third-party-notices.txt",
 	  0644, false },
 };
 #define NWANTED (sizeof(wanted) / sizeof(wanted[0]))
-#define SHIM_DEST "/driver/usr/bin/nvidia-imex"
+#define SHIM_DEST IMEX_BIN "/nvidia-imex"
 #define SHIM_BINARY "nvidia-imex-shim"
 #define MAX_DEPTH 8
 

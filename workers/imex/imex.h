@@ -29,6 +29,9 @@
 
 #define IMEX_CHANNEL_DIR "/driver/dev/nvidia-caps-imex-channels"	/* under R */
 #define IMEX_PROC_DEVICES "/imex/proc-devices"				/* under R */
+#define IMEX_BIN "/driver/usr/bin"					/* under R */
+#define IMEX_CONFIG_DIR "/driver/etc/nvidia-imex"			/* under R */
+#define IMEX_DOC_DIR "/driver/usr/share/doc/nvidia-imex"		/* under R */
 #define IMEX_MAX_MEMBER (64u << 20)	/* a member larger than this is refused */
 #define IMEX_MAX_ARCHIVE (256u << 20)	/* decompressed */
 

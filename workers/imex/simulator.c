@@ -60,10 +60,22 @@ static int imex_stage(struct sim_ctx *ctx, const struct state *s, struct sim_err
 	return first;
 }
 
+/* Each swaps as one (workers/generation.h), so a failed pass changes none
+ * of them.  The channel directory lies inside gpudriver's R/driver/dev
+ * generation: imex publishes first (ROLE_STAGE_FIRST in the simulator
+ * table), into the dev that is live, and gpudriver's Publish then links
+ * what others put there into its new dev.  Turning IMEX off or dropping
+ * the archive withdraws them at Publish. */
+static const char *const imex_gens[] = {
+	IMEX_CHANNEL_DIR, IMEX_PROC_DEVICES, IMEX_CONFIG_DIR, IMEX_DOC_DIR,
+	IMEX_BIN "/nvidia-imex.real", IMEX_BIN "/nvidia-imex-ctl", IMEX_BIN "/nvidia-imex", NULL,
+};
+
 static const struct simulator imex_simulator = {
 	.name = "imex",
 	.roles = SIM_ROLE_STAGE,
 	.stage = imex_stage,
+	.gens = imex_gens,
 };
 
 int main(int argc, char **argv)
