@@ -7,7 +7,8 @@
 #     nothing duplicated), over the host's list and over a fake one at
 #     <host-root>/proc/devices; re-staging writes nothing (two passes on,
 #     the live tree has the inodes it had); conflicting or malformed lists
-#     are refused;
+#     are refused, and such a failed Stage publishes nothing (neither the
+#     new channel count nor their major);
 #   * the archive: a synthetic redist .tar.xz of fake binaries with a
 #     sha256 list is staged (real daemon, ctl, config, notices, then the
 #     --nogpu shim, published last), the shim execs the real binary with
@@ -139,7 +140,20 @@ refused() { # refused DESCRIPTION PATTERN ENV...
 	elif grep -q -- "$pat" "$T/stage.log"; then pass "$d"
 	else fail "$d"; sed 's/^/# /' "$T/stage.log"; fi
 }
-refused "a major another name has is refused" "already belongs to 'foo'" IMEX_CHANNEL_MAJOR=240
+# A failed pass publishes nothing (issue 20): the refused Stage would have
+# made three channels of major 240 before its overlay failed.
+chan() { (cd "$h$C" 2>/dev/null && stat -c '%n %F %t:%T' channel*) | sort; }
+ONE="channel0 character special file eb:0 "
+chan > "$T/chan.before"
+cp "$h$R/imex/proc-devices" "$T/pd.before"
+refused "a major another name has is refused" "already belongs to 'foo'" IMEX_CHANNEL_MAJOR=240 \
+	IMEX_CHANNEL_COUNT=3
+check "before it: one channel, 235:0" [ "$(tr '\n' ' ' < "$T/chan.before")" = "$ONE" ]
+check "... and it changes nothing: one channel, 235:0 ($(chan | tr '\n' ' '))" \
+	[ "$(chan | tr '\n' ' ')" = "$ONE" ]
+check "... nor the overlay" cmp -s "$T/pd.before" "$h$R/imex/proc-devices"
+stage "$h" IMEX_CHANNEL_COUNT=3 || fail "stage with count 3"
+check "the next good pass publishes three channels ($(chan | wc -l))" [ "$(chan | wc -l)" -eq 3 ]
 refused "a block major counts too" "already belongs to 'blkext'" IMEX_CAPS_MAJOR=259
 refused "equal majors are refused" "must be distinct" IMEX_CHANNEL_MAJOR=236
 refused "a major over 4095 is refused" "1..4095" IMEX_CHANNEL_MAJOR=4096
