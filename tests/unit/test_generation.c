@@ -2,8 +2,9 @@
  * write goes to the shadow and the manifest names the live path; publish
  * swaps shadow and live, the previous generation becoming the next base;
  * converge drops from the shadow what the Stage did not write; another
- * simulator's entries in a shared surface survive the swap; remove_all
- * leaves nothing. */
+ * simulator's entries in a shared surface survive the swap (and so does a
+ * surface nested in another, published first); a surface of ours not
+ * staged is withdrawn; remove_all leaves nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -187,4 +188,66 @@ Test(generation, remove_all_leaves_nothing)
 	cr_assert_neq(lstat(F(R "/driver/dev"), &st), 0);
 	cr_assert_neq(lstat(F(R "/driver/config/config.yaml"), &st), 0);
 	cr_assert_neq(lstat(F(R HOST_SHADOW_DIR), &st), 0);
+}
+
+/* A Stage that writes nothing into a surface it published before (IMEX
+ * off, no topology document): Publish withdraws the live side into the
+ * shadow.  A surface that was never ours stays. */
+Test(generation, an_unstaged_surface_of_ours_is_withdrawn)
+{
+	struct stat st;
+
+	stage("gen1", (const char *const[]){ "nvidia0", "a", NULL });
+	publish();
+	manifest_free(&own);
+	cr_assert_eq(gen_converge(&h, &own), 0);
+	cr_assert_neq(lstat(F(R HOST_SHADOW_DIR "/sim/driver/dev"), &st), 0, "converged away");
+	publish();
+	cr_assert_neq(lstat(F(R "/driver/dev"), &st), 0, "withdrawn");
+	cr_assert_null(content(R "/driver/config/config.yaml"), "withdrawn");
+	cr_assert_str_eq(content(R HOST_SHADOW_DIR "/sim/driver/dev/nvidia0"), "a");
+
+	struct manifest none;
+	char err[512] = "";
+
+	manifest_init(&none);
+	cr_assert_eq(mkdir(F(R "/driver/dev"), 0755), 0);
+	cr_assert_eq(gen_converge(&h, &none), 0);
+	cr_assert_eq(gen_publish(&h, &none, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(lstat(F(R "/driver/dev"), &st), 0, "never ours: left alone");
+}
+
+/* imex's channel directory, a surface of its own inside gpudriver's dev:
+ * imex publishes first into the live dev, gpudriver's Publish links it
+ * into the new dev; a later imex generation swaps in place. */
+Test(generation, a_nested_surface_published_first_survives_the_outer_swap)
+{
+	static const char *const imex_gens[] = { "/driver/dev/imex-channels", NULL };
+	struct host x = h;
+	struct manifest xown;
+	char err[512] = "";
+
+	manifest_init(&xown);
+	x.own = &xown;
+	cr_assert_eq(gen_prepare(&x, "imex", imex_gens, true), 0);
+	for (int gen = 1; gen <= 3; gen++) {
+		char c[8];
+
+		snprintf(c, sizeof(c), "c%d", gen);
+		stage("cfg", (const char *const[]){ "nvidia0", c, NULL });
+		manifest_free(&xown);
+		x.staging = true;
+		cr_assert_eq(host_writef(&x, R "/driver/dev/imex-channels/channel0", 0644, "%s", c),
+			     0);
+		cr_assert_eq(host_writef(&x, R "/driver/dev/imex-channels/channel1", 0644, "%s", c),
+			     0);
+		x.staging = false;
+		cr_assert_eq(gen_converge(&x, &xown), 0);
+		cr_assert_eq(gen_publish(&x, &xown, err, sizeof(err)), 0, "%s", err);
+		publish();
+		cr_assert_str_eq(content(R "/driver/dev/nvidia0"), c);
+		cr_assert_str_eq(content(R "/driver/dev/imex-channels/channel0"), c, "gen %d", gen);
+		cr_assert_str_eq(content(R "/driver/dev/imex-channels/channel1"), c, "gen %d", gen);
+	}
+	manifest_free(&xown);
 }
