@@ -354,6 +354,7 @@ Test(compile, schema_version)
 	/* 1, 1.0: quiet; a newer minor compiles with a warning by name */
 	snprintf(yaml, sizeof(yaml), "version: 1%s", strchr(HEAD TWO_DEVICES, '\n'));
 	cr_assert_eq(compile_str("v.yaml", yaml, NULL), 0, "%s", err);
+	state_free(&st);	/* compiled again below */
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/stderr", dir);
 	capture_stderr(&saved, path);
