@@ -113,6 +113,8 @@ kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
 kill -KILL "$MPID"; wait "$MPID" 2>/dev/null; MPID=
 check "kill -9 leaves the socket behind" test -S "$SOCK"
 start
+# The stale socket file is there before the new daemon listens on its own.
+wait_for 10 sh -c "\"$C\" nodeinfo \"$SOCK\" 0 >/dev/null 2>&1"
 out=$("$C" nodeinfo "$SOCK" 0)
 check "restarted over the stale socket ($out)" [ "${out%% ports*}" = "type 1" ]
 
