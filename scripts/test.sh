@@ -59,10 +59,12 @@ if [ "${MOKKA_IMAGE_TEST-1}" = 1 ]; then
 		bash tests/integration/image.sh >build-image/image.log 2>&1 &
 	image_pid=$!
 fi
-# -Werror: the shipped build, with its unit and fuzz tests (the image test
+# -Werror: the shipped build, with its unit and fuzz tests and the tests
+# that mean something only without a sanitizer's allocator (the image test
 # runs the shipped build end to end).
 unit_tests='$(filter test_% fuzz_%,$(check_PROGRAMS))'
-run_check build-ci "gcc -Werror" "$unit_tests" --enable-werror || rc=1
+plain_tests='tests/integration/refused_profile_rss.sh'
+run_check build-ci "gcc -Werror" "$unit_tests $plain_tests" --enable-werror || rc=1
 phase "gcc -Werror"
 # Sanitizers: ASan + UBSan over the unit, fuzz and integration tests.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -31,5 +31,11 @@ check "the node stays ready on the last good profile" is_code /readyz 200
 sleep 1
 after=$(rss_kb)
 note "supervisor RSS: $before kB before, $after kB after the refusal"
-check "RSS back within 6 MB ($before -> $after kB)" [ $(( after - before )) -lt 6144 ]
+# AddressSanitizer's allocator quarantines freed memory and ignores
+# malloc_trim: RSS says nothing there, so only the refusal is checked.
+if ldd "$B/.libs/mokka-supervisor" "$B/mokka-supervisor" 2>/dev/null | grep -q libasan; then
+	note "sanitizer build: RSS not compared"
+else
+	check "RSS back within 6 MB ($before -> $after kB)" [ $(( after - before )) -lt 6144 ]
+fi
 finish
