@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
-#include "tests/unit/ib_mad_fixture.h"
+#include "tests/fuzz/mockib_fixture.h"
 #include "workers/ib/mockib/mockib.h"
 #include "workers/ib/mockib/mockib_relay.h"
 
@@ -27,26 +27,8 @@ static int peer = -1;
 
 static void init(void)
 {
-	struct mockib_hello h = { .kind = MOCKIB_KIND_UMAD, .index = 0, .pid = 1 };
-	int sv[2];
-
 	log_setup("fuzz_mockib_relay", LOG_LVL_ERROR, LOG_FMT_TEXT);
-	d.epfd = -1;
-	d.listen_w.fd = -1;
-	snprintf(d.node, sizeof(d.node), "fz-a");
-	d.ib = fx_ib("fz-a", 2, 0x101, 0xa088c20300ab0000ull, 2, 1);
-	if (mib_fabric_rebuild(&d) < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0)
-		abort();
-	s = calloc(1, sizeof(*s));
-	s->w.fd = sv[0];
-	s->d = &d;
-	s->id = 1;
-	s->hdr_len = MOCKIB_UMAD_HDR_LEGACY;
-	d.sessions = s;
-	d.nsessions = 1;
-	peer = sv[1];
-	memcpy(h.magic, MOCKIB_HELLO_MAGIC, 8);
-	mib_session_input(s, (const uint8_t *)&h, sizeof(h));
+	s = fx_mockib_session(&d, NULL, &peer);
 	/* Server agents, so delivered requests meet agent_wants: a vendor
 	 * range 2 class (an OUI to compare) and the PMA class. */
 	for (uint32_t i = 0; i < 2; i++) {
