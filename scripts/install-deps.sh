@@ -27,3 +27,6 @@ $SUDO apt-get install -y -q --no-install-recommends \
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"
+
+# The older-glibc (Debian 11) root the glibc 2.17 test runs nvidia-smi in.
+sh "$(dirname "$0")/make-old-root.sh"
