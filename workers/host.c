@@ -2,6 +2,7 @@
  * created is recorded in the simulator's manifest (h->own). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +11,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "fileio/fileio.h"
+#include "ipc/log.h"
 #include "workers/host.h"
 #include "workers/manifest.h"
 
-int host_path(const struct host *h, const char *path, char *buf, size_t len)
+/* The physical host path (no root) of host path path: itself, or its
+ * shadow while staging a generational surface. */
+int host_phys(const struct host *h, const char *path, char *buf, size_t len)
 {
 	const char *p;
 	int n;
@@ -26,13 +31,36 @@ int host_path(const struct host *h, const char *path, char *buf, size_t len)
 		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
 			return -EINVAL;
 	if (h->staging && host_gen_of(h, path) >= 0)
-		n = snprintf(buf, len, "%s%s%s", h->root, h->shadow,
-			     path + strlen(h->mock_root));
+		n = snprintf(buf, len, "%s%s", h->shadow, path + strlen(h->mock_root));
 	else
-		n = snprintf(buf, len, "%s%s", h->root, path);
+		n = snprintf(buf, len, "%s", path);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int host_path(const struct host *h, const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(h->root);
+	int r;
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(buf, h->root, n);
+	if ((r = host_phys(h, path, buf + n, len - n)) < 0)
+		return r;
+	return 0;
+}
+
+int host_refused(const char *root, int rootfd, const char *phys, int r)
+{
+	char why[PATH_MAX + 300];
+
+	if (r != -ELOOP && r != -EXDEV)
+		return r;
+	beneath_explain(rootfd, root, phys, r, why, sizeof(why));
+	log_error("%s%s: %s", root, phys, why);
+	return r;
 }
 
 int host_gen_of(const struct host *h, const char *path)
@@ -66,47 +94,63 @@ static void own_existing(struct host *h, const char *path, char kind)
 		own(h, path, kind);
 }
 
-static int exists(const char *full)
+/* Every directory of path (a host path) from the top: fn(prefix). */
+static void each_prefix(struct host *h, char *hp, void (*fn)(struct host *, const char *))
 {
-	struct stat st;
-
-	return lstat(full, &st) == 0;
-}
-
-
-int host_mkdirs(struct host *h, const char *path, mode_t mode)
-{
-	char hp[4096], full[8192];
-	size_t n = strlen(path);
-	int r;
-
-	if (n >= sizeof(hp) || path[0] != '/')
-		return -EINVAL;
-	/* Check the whole path before creating any prefix of it. */
-	if ((r = host_path(h, path, full, sizeof(full))) < 0)
-		return r;
-	memcpy(hp, path, n + 1);
-	while (n > 1 && hp[n - 1] == '/')
-		hp[--n] = '\0';
 	for (char *s = hp + 1;; s++) {
 		if (*s != '/' && *s != '\0')
 			continue;
 		char c = *s;
 		*s = '\0';
-		if ((r = host_path(h, hp, full, sizeof(full))) < 0)
+		fn(h, hp);
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+}
+
+static void own_existing_dir(struct host *h, const char *hp)
+{
+	own_existing(h, hp, 'd');
+}
+
+/* mkdir -p beneath rootfd: never through a link. */
+static int mkdirs_at(struct host *h, int rootfd, const char *path, mode_t mode)
+{
+	char hp[PATH_MAX], phys[PATH_MAX];
+	size_t n = strlen(path);
+	int r, fd;
+
+	if (n >= sizeof(hp) || path[0] != '/')
+		return -EINVAL;
+	/* Check the whole path before creating any prefix of it. */
+	if ((r = host_phys(h, path, phys, sizeof(phys))) < 0)
+		return r;
+	memcpy(hp, path, n + 1);
+	while (n > 1 && hp[n - 1] == '/')
+		hp[--n] = '\0';
+	/* Already there (the common case): one lookup. */
+	if ((fd = beneath_open(rootfd, phys, O_PATH | O_DIRECTORY, 0)) >= 0) {
+		close(fd);
+		each_prefix(h, hp, own_existing_dir);
+		return 0;
+	}
+	if (fd != -ENOENT)
+		return host_refused(h->root, rootfd, phys, fd);
+	for (char *s = hp + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if ((r = host_phys(h, hp, phys, sizeof(phys))) < 0)
 			return r;
-		if (mkdir(full, mode) == 0) {
+		r = beneath_mkdir(rootfd, phys, mode);
+		if (r == 0)
 			own(h, hp, 'd');
-		} else if (errno == EEXIST) {
-			struct stat st;
-			if (stat(full, &st) < 0)
-				return -errno;
-			if (!S_ISDIR(st.st_mode))
-				return -ENOTDIR;
+		else if (r == -EEXIST)
 			own_existing(h, hp, 'd');
-		} else {
-			return -errno;
-		}
+		else
+			return host_refused(h->root, rootfd, phys, r);
 		*s = c;
 		if (c == '\0')
 			break;
@@ -114,42 +158,68 @@ int host_mkdirs(struct host *h, const char *path, mode_t mode)
 	return 0;
 }
 
-static int parent_dirs(struct host *h, const char *path)
+int host_mkdirs(struct host *h, const char *path, mode_t mode)
 {
-	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	size_t n = (size_t)(slash - path);
+	int rootfd = beneath_root(h->root), r;
 
-	if (n == 0)
-		return 0;
-	if (n >= sizeof(dir))
-		return -ENAMETOOLONG;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return host_mkdirs(h, dir, 0755);
+	if (rootfd < 0)
+		return rootfd;
+	r = mkdirs_at(h, rootfd, path, mode);
+	close(rootfd);
+	return r;
 }
 
-/* Common start of every leaf write: the full path, parent directories,
- * and ownership of the leaf (new, or ours from before). */
-static int prepare_leaf(struct host *h, const char *path, char *full, size_t len)
+/* A leaf being written: its parent directory (never reached through a
+ * link) and its name there. */
+struct leaf {
+	int root, dir;
+	const char *name;
+	char phys[PATH_MAX];
+};
+
+static void leaf_close(struct leaf *l)
 {
+	if (l->dir >= 0)
+		close(l->dir);
+	if (l->root >= 0)
+		close(l->root);
+}
+
+/* Common start of every leaf write: the parent directories, the parent's
+ * fd, and ownership of the leaf (new, or ours from before). */
+static int prepare_leaf(struct host *h, const char *path, struct leaf *l)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
 	int r;
 
-	if ((r = host_path(h, path, full, len)) < 0)
+	l->root = l->dir = -1;
+	if ((r = host_phys(h, path, l->phys, sizeof(l->phys))) < 0)
 		return r;
-	if ((r = parent_dirs(h, path)) < 0)
-		return r;
-	if (exists(full))
+	if ((l->root = beneath_root(h->root)) < 0)
+		return l->root;
+	if (slash > path) {
+		if ((size_t)(slash - path) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+		if ((r = mkdirs_at(h, l->root, dir, 0755)) < 0)
+			return r;
+	}
+	if ((l->dir = beneath_parent(l->root, l->phys, &l->name)) < 0)
+		return host_refused(h->root, l->root, l->phys, l->dir);
+	if (fstatat(l->dir, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		own_existing(h, path, 'f');
 	else
 		own(h, path, 'f');
 	return 0;
 }
 
-static int same_content(const char *full, const void *data, size_t len, mode_t mode)
+static int same_content(const struct leaf *l, const void *data, size_t len, mode_t mode)
 {
 	struct stat st;
-	int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(l->dir, l->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	int same = 0;
 
 	if (fd < 0)
@@ -172,45 +242,65 @@ static int same_content(const char *full, const void *data, size_t len, mode_t m
 	return same;
 }
 
-int host_write(struct host *h, const char *path, const void *data, size_t len, mode_t mode)
+/* "<leaf>.mokka-tmp.<pid>": a killed writer's is found by its dead pid
+ * (beneath_stale_tmp) and swept by the next Stage and by teardown. */
+static int tmp_name(const struct leaf *l, char *buf, size_t len)
 {
-	char full[8192], tmp[8300];
-	int fd, r;
+	int n = snprintf(buf, len, "%s" BENEATH_TMP "%d", l->name, (int)getpid());
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
 	size_t off = 0;
 
-	if ((r = prepare_leaf(h, path, full, sizeof(full))) < 0)
-		return r;
-	if (same_content(full, data, len, mode))
-		return 0;
-	snprintf(tmp, sizeof(tmp), "%s.mokka-tmp.%d", full, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
 	while (off < len) {
 		ssize_t n = write(fd, (const char *)data + off, len - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			goto fail;
-		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
 		off += (size_t)n;
 	}
+	return 0;
+}
+
+int host_write(struct host *h, const char *path, const void *data, size_t len, mode_t mode)
+{
+	struct leaf l;
+	char tmp[NAME_MAX + 1];
+	int fd = -1, r;
+
+	if ((r = prepare_leaf(h, path, &l)) < 0 || same_content(&l, data, len, mode) ||
+	    (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
+		goto out;
+	unlinkat(l.dir, tmp, 0);
+	fd = openat(l.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if ((r = write_all(fd, data, len)) < 0)
+		goto fail;
 	if (fchmod(fd, mode) < 0 || close(fd) < 0) {
 		r = -errno;
 		fd = -1;
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp, full) < 0) {
+	/* A leaf that is a link is replaced, never followed. */
+	if (renameat(l.dir, tmp, l.dir, l.name) < 0) {
 		r = -errno;
 		goto fail;
 	}
-	return 0;
+	goto out;
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	unlinkat(l.dir, tmp, 0);
+out:
+	leaf_close(&l);
 	return r;
 }
 
@@ -239,64 +329,117 @@ int host_writef(struct host *h, const char *path, mode_t mode, const char *fmt, 
 
 int host_symlink(struct host *h, const char *target, const char *path)
 {
-	char full[8192], tmp[8300], cur[4096];
+	struct leaf l;
+	char tmp[NAME_MAX + 1], cur[PATH_MAX];
 	ssize_t n;
 	int r;
 
-	if ((r = prepare_leaf(h, path, full, sizeof(full))) < 0)
-		return r;
-	n = readlink(full, cur, sizeof(cur) - 1);
+	if ((r = prepare_leaf(h, path, &l)) < 0 || (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
+		goto out;
+	n = readlinkat(l.dir, l.name, cur, sizeof(cur) - 1);
 	if (n >= 0) {
 		cur[n] = '\0';
 		if (strcmp(cur, target) == 0)
-			return 0;
+			goto out;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.mokka-tmp.%d", full, (int)getpid());
-	unlink(tmp);
-	if (symlink(target, tmp) < 0)
-		return -errno;
-	if (rename(tmp, full) < 0) {
+	unlinkat(l.dir, tmp, 0);
+	if (symlinkat(target, l.dir, tmp) < 0) {
 		r = -errno;
-		unlink(tmp);
-		return r;
+		goto out;
 	}
-	return 0;
+	if (renameat(l.dir, tmp, l.dir, l.name) < 0) {
+		r = -errno;
+		unlinkat(l.dir, tmp, 0);
+	}
+out:
+	leaf_close(&l);
+	return r;
 }
 
 int host_mknod_chr(struct host *h, const char *path, mode_t mode, unsigned major, unsigned minor)
 {
-	char full[8192], tmp[8300];
+	struct leaf l;
+	char tmp[NAME_MAX + 1];
 	struct stat st;
 	dev_t dev = makedev(major, minor);
 	int r;
 
-	if ((r = prepare_leaf(h, path, full, sizeof(full))) < 0)
-		return r;
-	if (lstat(full, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == dev &&
-	    (st.st_mode & 07777) == mode)
-		return 0;
-	snprintf(tmp, sizeof(tmp), "%s.mokka-tmp.%d", full, (int)getpid());
-	unlink(tmp);
-	if (mknod(tmp, S_IFCHR | mode, dev) < 0)
-		return -errno;
-	if (chmod(tmp, mode) < 0 || rename(tmp, full) < 0) {
+	if ((r = prepare_leaf(h, path, &l)) < 0 || (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
+		goto out;
+	if (fstatat(l.dir, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) &&
+	    st.st_rdev == dev && (st.st_mode & 07777) == mode)
+		goto out;
+	unlinkat(l.dir, tmp, 0);
+	if (mknodat(l.dir, tmp, S_IFCHR | mode, dev) < 0) {
 		r = -errno;
-		unlink(tmp);
-		return r;
+		goto out;
 	}
-	return 0;
+	/* The node we just made in a directory we resolved: chmod past the
+	 * umask. */
+	if (fchmodat(l.dir, tmp, mode, 0) < 0 || renameat(l.dir, tmp, l.dir, l.name) < 0) {
+		r = -errno;
+		unlinkat(l.dir, tmp, 0);
+	}
+out:
+	leaf_close(&l);
+	return r;
+}
+
+bool host_beneath(const struct host *h, const char *path)
+{
+	char phys[PATH_MAX];
+	int rootfd, fd = -EINVAL;
+
+	if (host_phys(h, path, phys, sizeof(phys)) < 0 || (rootfd = beneath_root(h->root)) < 0)
+		return false;
+	fd = beneath_open(rootfd, phys, O_PATH, 0);
+	if (fd >= 0)
+		close(fd);
+	else if (fd != -ENOENT)
+		host_refused(h->root, rootfd, phys, fd);
+	close(rootfd);
+	return fd >= 0;
+}
+
+int host_create(struct host *h, const char *path, mode_t mode)
+{
+	struct leaf l;
+	int fd, r;
+
+	if ((r = prepare_leaf(h, path, &l)) == 0) {
+		fd = openat(l.dir, l.name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0) {
+			fchmod(fd, mode);	/* whatever the umask */
+			close(fd);
+		} else if (errno != EEXIST) {
+			r = -errno;
+		}
+	}
+	leaf_close(&l);
+	return r;
 }
 
 int host_unlink(struct host *h, const char *path)
 {
-	char full[8192];
-	int r;
+	char phys[PATH_MAX];
+	const char *name;
+	int rootfd, dfd, r;
 
-	if ((r = host_path(h, path, full, sizeof(full))) < 0)
+	if ((r = host_phys(h, path, phys, sizeof(phys))) < 0)
 		return r;
-	if (unlink(full) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
+	if ((rootfd = beneath_root(h->root)) < 0)
+		return rootfd;
+	dfd = beneath_parent(rootfd, phys, &name);
+	if (dfd == -ENOENT)
+		r = 0;
+	else if (dfd < 0)
+		r = host_refused(h->root, rootfd, phys, dfd);
+	else
+		r = unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	if (dfd >= 0)
+		close(dfd);
+	close(rootfd);
+	return r;
 }
 
 int host_copy_in(struct host *h, const char *src, const char *path, mode_t mode)

@@ -1,4 +1,5 @@
-/* Host-root helpers for simulators: every path is <host_root> + host path.
+/* Host-root helpers for simulators: every path is <host_root> + host path,
+ * resolved beneath the root without following any link.
  * All writes are atomic (temp + rename), and every created path is recorded
  * in the simulator's ownership manifest so Discard removes exactly it. */
 #ifndef MOKKA_WORKERS_HOST_H
@@ -42,6 +43,15 @@ int host_gen_of(const struct host *h, const char *path);
  * a path in a generational surface is joined to its shadow instead. */
 int host_path(const struct host *h, const char *path, char *buf, size_t len);
 
+/* host_path without the root: the physical host path (the shadow's, while
+ * staging a generational surface).  Every write resolves it beneath the
+ * root (fileio/beneath.h): a link on the way is refused, never followed. */
+int host_phys(const struct host *h, const char *path, char *buf, size_t len);
+
+/* When r is a refusal (-ELOOP: a link on the way; -EXDEV: out of the
+ * root), log which link, under root (its path, "" for /), and why; r. */
+int host_refused(const char *root, int rootfd, const char *phys, int r);
+
 /* mkdir -p of a host path; each directory created is recorded. */
 int host_mkdirs(struct host *h, const char *path, mode_t mode);
 
@@ -60,6 +70,14 @@ int host_symlink(struct host *h, const char *target, const char *path);
 /* Character device node, re-made when type or dev differ. */
 int host_mknod_chr(struct host *h, const char *path, mode_t mode,
 		   unsigned major, unsigned minor);
+
+/* Whether path exists and is reached without a link (its last component
+ * included): the check before handing a path to code that follows them. */
+bool host_beneath(const struct host *h, const char *path);
+
+/* An empty file made when nothing is there (O_EXCL: what is there, a
+ * file someone else wrote meanwhile, stays as it is). */
+int host_create(struct host *h, const char *path, mode_t mode);
 
 /* Remove a file/link (not dirs); ENOENT is success. */
 int host_unlink(struct host *h, const char *path);

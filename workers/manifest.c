@@ -1,11 +1,15 @@
 /* Ownership manifests: one "<kind> <path>" line per owned host path. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
+#include "workers/host.h"
 #include "workers/manifest.h"
 
 void manifest_init(struct manifest *m)
@@ -93,17 +97,13 @@ int manifest_add(struct manifest *m, const char *path, char kind)
 	return 0;
 }
 
-int manifest_load(struct manifest *m, const char *file)
+static int load_stream(struct manifest *m, FILE *f)
 {
-	FILE *f = fopen(file, "re");
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	int r = 0;
 
-	manifest_init(m);
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
 	while ((n = getline(&line, &cap, f)) > 0) {
 		/* Every saved line ends in '\n': one without it was cut off and
 		 * may name a prefix of the real path. */
@@ -122,21 +122,98 @@ int manifest_load(struct manifest *m, const char *file)
 	return r;
 }
 
-int manifest_save(const struct manifest *m, const char *file)
+int manifest_load(struct manifest *m, const char *file)
 {
-	char tmp[4200];
+	FILE *f = fopen(file, "re");
+
+	manifest_init(m);
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	return load_stream(m, f);
+}
+
+int manifest_load_at(struct manifest *m, const char *root, const char *path)
+{
+	int rootfd = beneath_root(root), fd;
 	FILE *f;
+
+	manifest_init(m);
+	if (rootfd < 0)
+		return rootfd;
+	fd = beneath_open(rootfd, path, O_RDONLY | O_NONBLOCK, 0);
+	if (fd < 0) {
+		close(rootfd);
+		return fd == -ENOENT ? 0 : host_refused(root, rootfd, path, fd);
+	}
+	close(rootfd);
+	if (!(f = fdopen(fd, "r"))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return load_stream(m, f);
+}
+
+static int save_stream(const struct manifest *m, FILE *f)
+{
 	int r = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", file, (int)getpid());
-	if (!(f = fopen(tmp, "we")))
-		return -errno;
 	for (size_t i = 0; i < m->n; i++)
 		fprintf(f, "%c %s\n", m->kinds[i], m->paths[i]);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		r = -errno;
 	if (fclose(f) != 0 && !r)
 		r = -errno;
+	return r;
+}
+
+int manifest_save_at(const struct manifest *m, const char *root, const char *path)
+{
+	char tmp[NAME_MAX + 1];
+	const char *name;
+	int rootfd = beneath_root(root), dfd, fd, r;
+	FILE *f;
+
+	if (rootfd < 0)
+		return rootfd;
+	if ((dfd = beneath_parent(rootfd, path, &name)) < 0) {
+		r = host_refused(root, rootfd, path, dfd);
+		close(rootfd);
+		return r;
+	}
+	close(rootfd);
+	r = snprintf(tmp, sizeof(tmp), "%s" BENEATH_TMP "%d", name, (int)getpid());
+	if (r < 0 || (size_t)r >= sizeof(tmp)) {
+		close(dfd);
+		return -ENAMETOOLONG;
+	}
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
+		return r;
+	}
+	r = save_stream(m, f);
+	if (!r && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
+	return r;
+}
+
+int manifest_save(const struct manifest *m, const char *file)
+{
+	char tmp[4200];
+	FILE *f;
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "%s" BENEATH_TMP "%d", file, (int)getpid());
+	if (!(f = fopen(tmp, "we")))
+		return -errno;
+	r = save_stream(m, f);
 	if (!r && rename(tmp, file) < 0)
 		r = -errno;
 	if (r)
@@ -156,16 +233,57 @@ static int depth_cmp(const void *a, const void *b)
 	return da < db ? 1 : da > db ? -1 : 0;
 }
 
+/* Remove the entry at phys (a host path) beneath rootfd; a directory
+ * holding only a killed writer's temporary files is swept first. */
+static int remove_one(const char *root, int rootfd, const char *phys, bool dir)
+{
+	const char *name;
+	int dfd = beneath_parent(rootfd, phys, &name), r = 0;
+
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0)
+		return host_refused(root, rootfd, phys, dfd);
+	if (unlinkat(dfd, name, dir ? AT_REMOVEDIR : 0) < 0)
+		r = -errno;
+	if (dir && (r == -ENOTEMPTY || r == -EEXIST)) {
+		int fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd >= 0 && beneath_sweep_tmp(fd) > 0)
+			r = unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (r == -ENOTDIR && dir) {
+		struct stat st;
+
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode))
+			r = -ENOTDIR;
+		else
+			r = -ELOOP;
+	}
+	close(dfd);
+	/* ENOTEMPTY: it holds something not ours; leave it. */
+	if (r == -ENOENT || (dir && (r == -ENOTEMPTY || r == -EEXIST)))
+		return 0;
+	if (r == -ELOOP || r == -EXDEV)
+		return host_refused(root, rootfd, phys, r);
+	return r;
+}
+
 int manifest_remove_stale(const char *root, const struct manifest *old,
 			  const struct manifest *keep)
 {
-	char full[8192];
 	const char **dirs = calloc(old->n + 1, sizeof(*dirs));
 	size_t nd = 0;
-	int first = 0;
+	int first = 0, rootfd, r;
 
 	if (!dirs)
 		return -ENOMEM;
+	if ((rootfd = beneath_root(root)) < 0) {
+		free(dirs);
+		return rootfd;
+	}
 	for (size_t i = 0; i < old->n; i++) {
 		if (keep && manifest_has(keep, old->paths[i]))
 			continue;
@@ -173,18 +291,14 @@ int manifest_remove_stale(const char *root, const struct manifest *old,
 			dirs[nd++] = old->paths[i];
 			continue;
 		}
-		snprintf(full, sizeof(full), "%s%s", root, old->paths[i]);
-		if (unlink(full) < 0 && errno != ENOENT && !first)
-			first = -errno;
+		if ((r = remove_one(root, rootfd, old->paths[i], false)) < 0 && !first)
+			first = r;
 	}
 	qsort(dirs, nd, sizeof(*dirs), depth_cmp);
-	for (size_t i = 0; i < nd; i++) {
-		snprintf(full, sizeof(full), "%s%s", root, dirs[i]);
-		/* ENOTEMPTY: it holds something not ours; leave it. */
-		if (rmdir(full) < 0 && errno != ENOENT && errno != ENOTEMPTY &&
-		    errno != EEXIST && !first)
-			first = -errno;
-	}
+	for (size_t i = 0; i < nd; i++)
+		if ((r = remove_one(root, rootfd, dirs[i], true)) < 0 && !first)
+			first = r;
+	close(rootfd);
 	free(dirs);
 	return first;
 }

@@ -27,6 +27,11 @@ bool manifest_has(const struct manifest *m, const char *path);
 int manifest_load(struct manifest *m, const char *file);
 int manifest_save(const struct manifest *m, const char *file);
 
+/* The same for host path path beneath root (a directory; "" is /), never
+ * through a link (fileio/beneath.h). */
+int manifest_load_at(struct manifest *m, const char *root, const char *path);
+int manifest_save_at(const struct manifest *m, const char *root, const char *path);
+
 /* Remove (under root) every path in old that is not in keep (keep may be
  * NULL = remove all), files first, then directories deepest first; a
  * non-empty directory is left (it holds something not ours).  Returns 0 or

@@ -205,7 +205,7 @@ static int cli_status(struct worker *w)
 	bool ok;
 
 	worker_manifest_file(w, "stage", file, sizeof(file));
-	manifest_load(&m, file);
+	manifest_load_at(&m, w->ctx.host.root, file);
 	w->ctx.ready = m.n > 0;
 	ok = worker_ready(w, reason, sizeof(reason));
 	printf("%s: %s%s%s (%zu staged paths)\n", w->sim->name, ok ? "ready" : "not ready",

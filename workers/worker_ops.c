@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "ipc/msg.h"
 #include "workers/generation.h"
@@ -49,8 +50,29 @@ bool sim_aborted(struct sim_ctx *ctx)
 
 void worker_manifest_file(const struct worker *w, const char *kind, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s/state/%s.%s.manifest", w->ctx.host.root,
-		 w->state.mock_root, w->sim->name, kind);
+	snprintf(buf, len, "%s/state/%s.%s.manifest", w->state.mock_root, w->sim->name, kind);
+}
+
+/* A killed writer's temporary files (host.c: "<leaf>.mokka-tmp.<pid>")
+ * in the directories this pass owns outside the generations (those
+ * converge as a whole): found by their dead pid and removed. */
+static void sweep_tmp(struct worker *w, const struct manifest *cur, bool staging)
+{
+	int rootfd = beneath_root(w->ctx.host.root), fd;
+
+	if (rootfd < 0)
+		return;
+	for (size_t i = 0; i < cur->n; i++) {
+		if (cur->kinds[i] != 'd' || (staging && host_gen_of(&w->ctx.host, cur->paths[i]) >= 0))
+			continue;
+		if ((fd = beneath_open(rootfd, cur->paths[i], O_PATH | O_DIRECTORY, 0)) < 0)
+			continue;
+		if (beneath_sweep_tmp(fd) > 0)
+			log_info("%s: removed a killed writer's temporary files in %s%s", w->sim->name,
+				 w->ctx.host.root, cur->paths[i]);
+		close(fd);
+	}
+	close(rootfd);
 }
 
 static int ensure_state_dir(struct worker *w)
@@ -99,6 +121,7 @@ static void converge(struct worker *w, const struct manifest *old,
 		log_warn("%s: converge: %s", w->sim->name, strerror(-e));
 	if (staging && (e = gen_converge(&w->ctx.host, cur)) < 0)
 		log_warn("%s: converge the staged generation: %s", w->sim->name, strerror(-e));
+	sweep_tmp(w, cur, staging);
 	if (staging)
 		remember_own(w, old, cur);
 }
@@ -116,7 +139,7 @@ static int run_owned(struct worker *w, const char *kind,
 		return r;
 	}
 	worker_manifest_file(w, kind, file, sizeof(file));
-	if ((r = manifest_load(&old, file)) < 0) {
+	if ((r = manifest_load_at(&old, w->ctx.host.root, file)) < 0) {
 		sim_error(errs, "manifest", "%s: %s", file, strerror(-r));
 		return r;
 	}
@@ -136,7 +159,7 @@ static int run_owned(struct worker *w, const char *kind,
 		for (size_t i = 0; i < old.n; i++)
 			manifest_add(&cur, old.paths[i], old.kinds[i]);
 	}
-	int s = manifest_save(&cur, file);
+	int s = manifest_save_at(&cur, w->ctx.host.root, file);
 	if (s < 0) {
 		sim_error(errs, "manifest", "%s: save: %s", file, strerror(-s));
 		if (r == 0)
@@ -158,7 +181,7 @@ static int remove_owned(struct worker *w, const char *kind,
 	if (extra && (r = extra(&w->ctx, errs)) < 0)
 		sim_error(errs, kind, "%s", strerror(-r));
 	worker_manifest_file(w, kind, file, sizeof(file));
-	if ((r = manifest_load(&old, file)) < 0) {
+	if ((r = manifest_load_at(&old, w->ctx.host.root, file)) < 0) {
 		sim_error(errs, "manifest", "%s: %s", file, strerror(-r));
 		return r;
 	}
@@ -166,8 +189,8 @@ static int remove_owned(struct worker *w, const char *kind,
 	if (r < 0)
 		sim_error(errs, kind, "remove: %s", strerror(-r));
 	manifest_free(&old);
-	if (r == 0 && unlink(file) < 0 && errno != ENOENT)
-		r = -errno;
+	if (r == 0)
+		r = host_unlink(&w->ctx.host, file);
 	return r ? r : errs->n ? -EIO : 0;
 }
 
@@ -230,7 +253,8 @@ int worker_apply(struct worker *w, struct sim_errors *errs)
 int worker_discard(struct worker *w, struct sim_errors *errs)
 {
 	char dir[PATH_MAX + 300];
-	int r = 0;
+	const char *name;
+	int r = 0, rootfd, fd;
 
 	/* The simulator's own teardown (it may read what Stage published),
 	 * every generation (the live side may hold one the manifest never
@@ -244,10 +268,20 @@ int worker_discard(struct worker *w, struct sim_errors *errs)
 		sim_error(errs, "stage", "remove the staged generations: %s", strerror(-r));
 	r = remove_owned(w, "stage", NULL, errs);
 
-	/* R/state goes too when nothing else lives there (stand-alone use). */
-	snprintf(dir, sizeof(dir), "%s%s/state", w->ctx.host.root, w->state.mock_root);
-	if (w->sock < 0)
-		rmdir(dir);
+	/* R/state goes too when nothing else lives there (stand-alone use);
+	 * a killed writer's temporary manifest first. */
+	snprintf(dir, sizeof(dir), "%s/state", w->state.mock_root);
+	if ((rootfd = beneath_root(w->ctx.host.root)) >= 0) {
+		if ((fd = beneath_open(rootfd, dir, O_PATH | O_DIRECTORY, 0)) >= 0) {
+			beneath_sweep_tmp(fd);
+			close(fd);
+		}
+		if (w->sock < 0 && (fd = beneath_parent(rootfd, dir, &name)) >= 0) {
+			unlinkat(fd, name, AT_REMOVEDIR);
+			close(fd);
+		}
+		close(rootfd);
+	}
 	return r;
 }
 

@@ -127,24 +127,18 @@ int gd_engine_config_render(const struct state *s, int profile_devices,
 static int ensure_empty(struct sim_ctx *ctx, const struct state *s, const char *name,
 			mode_t mode, struct sim_errors *errs)
 {
-	char path[512], full[8192];
-	int fd, r;
+	char path[512];
+	int r;
 
-	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_CONFIG "/%s", name)) < 0 ||
-	    (r = host_path(&ctx->host, path, full, sizeof(full))) < 0) {
+	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_CONFIG "/%s", name)) < 0) {
 		sim_error(errs, "engine-config", "%s%s/%s: path too long",
 			  s->mock_root, GD_CONFIG, name);
 		return r;
 	}
-	fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0 && errno != EEXIST) {
-		r = -errno;
+	/* Beneath the root, never through a link (workers/host.h). */
+	if ((r = host_create(&ctx->host, path, mode)) < 0) {
 		sim_error(errs, path, "create: %s", strerror(-r));
 		return r;
-	}
-	if (fd >= 0) {
-		fchmod(fd, mode);	/* whatever the umask */
-		close(fd);
 	}
 	if (ctx->host.own)
 		manifest_add(ctx->host.own, path, 'f');

@@ -164,8 +164,10 @@ static int ib_discard(struct sim_ctx *ctx, struct sim_errors *errs)
 	if ((ib = calloc(1, sizeof(*ib))) &&
 	    state_ib_decode(json, len, node, ib, err, sizeof(err)) == 0 && ib->socket[0] == '/') {
 		snprintf(sock, sizeof(sock), "%s%s", ctx->host.root, ib->socket);
-		if (lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode) && socket_accepts(sock) < 0 &&
-		    unlink(sock) == 0)
+		/* Only a socket reached without a link (fileio/beneath.h). */
+		if (host_beneath(&ctx->host, ib->socket) && lstat(sock, &st) == 0 &&
+		    S_ISSOCK(st.st_mode) && socket_accepts(sock) < 0 &&
+		    host_unlink(&ctx->host, ib->socket) == 0)
 			log_info("ib: removed mock-ib's stale socket %s", ib->socket);
 	}
 	free(ib);

@@ -26,6 +26,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "fileio/fileio.h"
 #include "overrides/overrides.h"
 #include "ipc/log.h"
@@ -61,7 +62,9 @@ static int write_atomic(const char *path, const char *text)
 	size_t len = strlen(text);
 	int fd, r = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	/* Named as host.c names its temporaries, so a killed daemon's is
+	 * swept by the next Stage and by teardown (fileio/beneath.h). */
+	snprintf(tmp, sizeof(tmp), "%s" BENEATH_TMP "%d", path, (int)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;

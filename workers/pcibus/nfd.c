@@ -181,7 +181,12 @@ int nfd_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 	char file[8192], kept[8192], rel[512];
 	int r = paths(&ctx->host, file, kept, sizeof(file), rel, sizeof(rel));
 
-	if (r == 0 && rename(kept, file) < 0 && errno != ENOENT)
+	char dir[sizeof(NFD_FEATURES_FILE)] = NFD_FEATURES_FILE;
+
+	*strrchr(dir, '/') = '\0';
+	/* Both ends reached without a link (fileio/beneath.h), else left. */
+	if (r == 0 && host_beneath(&ctx->host, rel) && host_beneath(&ctx->host, dir) &&
+	    rename(kept, file) < 0 && errno != ENOENT)
 		r = -errno;
 	if (r < 0)
 		sim_error(errs, "nfd", "pcibus: putting back %s from %s: %s", NFD_FEATURES_FILE,
