@@ -1,7 +1,10 @@
-/* Device modes (persistence, display, compute, operation, virtualization)
- * and MIG.  MIG is never enabled on the simulated devices: no MIG device
- * handles exist. */
-#include "shims/nvml/nvml_types.h"
+/* Device modes (persistence, display, compute, operation, virtualization,
+ * accounting) with their setters, and MIG mode.  Setters write the shared
+ * device state (mdev_state_update), which every getter reads back through
+ * the device's tree.  MIG instances: api_mig*.c. */
+#include <string.h>
+
+#include "shims/nvml/api_mig.h"
 
 #define FEATURE_GETTER(fn, key) \
 	NVML_API(fn, nvmlDevice_t device, unsigned *state) \
@@ -103,26 +106,78 @@ NVML_API(nvmlDeviceGetHostVgpuMode, nvmlDevice_t device, unsigned *mode)
 	return enum_key(device, "virtualization.host_vgpu_mode", host_vgpu_modes, mode);
 }
 
-/* ---- MIG --------------------------------------------------------------- */
+/* ---- setters ----------------------------------------------------------- */
 
-/* MIG-capable: the profile carries a mig block with instances to offer. */
-static nvmlReturn_t mig_device(nvmlDevice_t device, struct mdev **d)
+struct set_u8 {
+	unsigned field;
+	unsigned value;
+};
+
+static int set_field_fn(struct mdev *d, struct ds_gpu *g, void *arg)
 {
-	uint32_t max = 0;
-	nvmlReturn_t rc = nvml_dev(device, d);
+	const struct set_u8 *s = arg;
 
-	if (rc)
-		return rc;
-	if (!mdev_u32(*d, "mig.max_gpu_instances", &max) || max == 0)
-		return NVML_ERROR_NOT_SUPPORTED;
+	(void)d;
+	switch (s->field) {
+	case DS_PM: g->pm = (uint8_t)s->value; break;
+	case DS_CM: g->cm = (uint8_t)s->value; break;
+	case DS_ACCT: g->acct = (uint8_t)s->value; break;
+	default: return NVML_ERROR_INVALID_ARGUMENT;
+	}
+	g->set |= s->field;
 	return NVML_SUCCESS;
 }
 
-NVML_API(nvmlDeviceGetMigMode, nvmlDevice_t device, unsigned *current, unsigned *pending)
+/* A setter of a full GPU (MIG device handles take none of these). */
+static nvmlReturn_t set_field(nvmlDevice_t device, unsigned field, unsigned value, unsigned max)
+{
+	struct set_u8 s = { field, value };
+	struct mdev *d;
+	nvmlReturn_t rc = nvml_dev(device, &d);
+
+	if (rc)
+		return rc;
+	if (mdev_is_mig(d))
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (value > max)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return mdev_state_update(d, set_field_fn, &s);
+}
+
+NVML_API(nvmlDeviceSetPersistenceMode, nvmlDevice_t device, unsigned mode)
+{
+	return set_field(device, DS_PM, mode, 1);
+}
+
+/* EXCLUSIVE_THREAD is deprecated and refused, as by the real driver. */
+NVML_API(nvmlDeviceSetComputeMode, nvmlDevice_t device, unsigned mode)
+{
+	if (mode == NVML_COMPUTEMODE_EXCLUSIVE_THREAD)
+		return nvml_ready() ? NVML_ERROR_UNINITIALIZED : NVML_ERROR_NOT_SUPPORTED;
+	return set_field(device, DS_CM, mode, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS);
+}
+
+NVML_API(nvmlDeviceSetAccountingMode, nvmlDevice_t device, unsigned mode)
+{
+	return set_field(device, DS_ACCT, mode, 1);
+}
+
+/* No process ever ran on a simulated GPU: nothing to clear. */
+NVML_API(nvmlDeviceClearAccountingPids, nvmlDevice_t device)
 {
 	struct mdev *d;
+
+	return nvml_dev(device, &d);
+}
+
+/* ---- MIG mode ------------------------------------------------------------ */
+
+NVML_API(nvmlDeviceGetMigMode, nvmlDevice_t device, unsigned *current, unsigned *pending)
+{
+	const struct mig_board *b;
+	struct mdev *d;
 	unsigned cur;
-	nvmlReturn_t rc = mig_device(device, &d);
+	nvmlReturn_t rc = mig_parent(device, &d, &b);
 
 	if (rc)
 		return rc;
@@ -136,67 +191,48 @@ NVML_API(nvmlDeviceGetMigMode, nvmlDevice_t device, unsigned *current, unsigned 
 	return NVML_SUCCESS;
 }
 
-/* NVML answers 0 while MIG is disabled. */
-NVML_API(nvmlDeviceGetMaxMigDeviceCount, nvmlDevice_t device, unsigned *count)
-{
-	struct mdev *d;
-	unsigned on = 0;
-	uint32_t max = 0;
-	nvmlReturn_t rc = mig_device(device, &d);
+struct mig_mode {
+	unsigned mode, cur, pend;	/* requested; in force before the lock */
+	bool immediate;
+};
 
-	if (rc)
-		return rc;
-	if (!count)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	nvml_key_feature(d, "mig.mode_current", &on);
-	mdev_u32(d, "mig.max_gpu_instances", &max);
-	*count = on ? max : 0;
+static int set_mig_fn(struct mdev *d, struct ds_gpu *g, void *arg)
+{
+	struct mig_mode *m = arg;
+
+	(void)d;
+	if (!(g->set & DS_MIG))
+		g->mig_cur = (uint8_t)m->cur;
+	if (!m->mode && g->ngi)
+		return NVML_ERROR_IN_USE;	/* instances first */
+	g->mig_pend = (uint8_t)m->mode;
+	if (m->immediate)
+		g->mig_cur = g->mig_pend;
+	g->set |= DS_MIG;
+	m->cur = g->mig_cur;
 	return NVML_SUCCESS;
 }
 
-NVML_API(nvmlDeviceGetMigDeviceHandleByIndex, nvmlDevice_t device, unsigned index,
-	 nvmlDevice_t *mig)
+/* On bare metal the driver resets the idle GPU itself and the mode is
+ * current at once (activation SUCCESS).  With mig.activation: reset (a
+ * pass-through VM, where the reset is not exposed) the mode stays pending
+ * until the GPU is reset: activation RESET_REQUIRED. */
+NVML_API(nvmlDeviceSetMigMode, nvmlDevice_t device, unsigned mode, nvmlReturn_t *status)
 {
+	struct mig_mode m = { .mode = mode };
+	const char *act;
+	const struct mig_board *b;
 	struct mdev *d;
-	nvmlReturn_t rc = mig_device(device, &d);
+	nvmlReturn_t rc = mig_parent(device, &d, &b);
 
 	if (rc)
 		return rc;
-	return mig ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INVALID_ARGUMENT;
-}
-
-NVML_API(nvmlDeviceIsMigDeviceHandle, nvmlDevice_t device, unsigned *is_mig)
-{
-	struct mdev *d;
-	nvmlReturn_t rc = nvml_dev(device, &d);
-
-	if (rc)
-		return rc;
-	if (!is_mig)
+	if (mode > 1 || !status)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*is_mig = 0;
+	m.immediate = !mdev_str(d, "mig.activation", &act) || strcmp(act, "reset") != 0;
+	if ((rc = nvmlDeviceGetMigMode(device, &m.cur, &m.pend)) ||
+	    (rc = mdev_state_update(d, set_mig_fn, &m)))
+		return rc;
+	*status = m.cur == mode ? NVML_SUCCESS : NVML_ERROR_RESET_REQUIRED;
 	return NVML_SUCCESS;
 }
-
-/* Every valid handle is a full GPU, never a MIG device. */
-NVML_API(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, nvmlDevice_t mig,
-	 nvmlDevice_t *device)
-{
-	struct mdev *d;
-	nvmlReturn_t rc = nvml_dev(mig, &d);
-
-	return rc ? rc : NVML_ERROR_INVALID_ARGUMENT;
-}
-
-#define NOT_A_MIG_DEVICE(fn) \
-	NVML_API(fn, nvmlDevice_t device, unsigned *id) \
-	{ \
-		struct mdev *d; \
-		nvmlReturn_t rc = nvml_dev(device, &d); \
-		if (rc) \
-			return rc; \
-		return id ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT; \
-	}
-
-NOT_A_MIG_DEVICE(nvmlDeviceGetGpuInstanceId)
-NOT_A_MIG_DEVICE(nvmlDeviceGetComputeInstanceId)

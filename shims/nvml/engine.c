@@ -104,6 +104,8 @@ static const char *intern(const char *s)
 
 static void teardown(void)
 {
+	eng_mig_teardown();
+	eng_state_close();
 	for (unsigned i = 0; i < ENG_MAX_DEVICES; i++) {
 		yl_free(eng_devs[i].base);
 		yl_free(eng_devs[i].eff);
@@ -136,6 +138,25 @@ static int cuda_version(void)
 	return 0;
 }
 
+/* MIG-capable: the profile offers instances (mig.max_gpu_instances) and
+ * the board is one whose MIG geometry we know. */
+static void board_detect(struct mdev *d)
+{
+	const struct yl_node *n;
+	uint64_t max = 0, id = 0, total = 0;
+
+	d->board = NULL;
+	if (!yl_u64(yl_path(d->eff, "mig.max_gpu_instances"), &max) || max == 0)
+		return;
+	if ((n = yl_path(d->eff, "pci.device_id")))
+		yl_u64(n, &id);
+	yl_u64(yl_path(d->eff, "memory.total_bytes"), &total);
+	d->board = mig_board_for((uint32_t)id, total >> 20);
+	if (!d->board)
+		eng_debug("device %u: pci.device_id 0x%08llx is no MIG board we know; MIG off",
+			  d->index, (unsigned long long)id);
+}
+
 static int load(void)
 {
 	const struct yl_node *sys;
@@ -166,12 +187,19 @@ static int load(void)
 			 eng.cuda_version ? eng.cuda_version / 1000 : 12, eng.driver_version);
 	if ((rc = eng_build_devices()) != ENG_SUCCESS)
 		return rc;
+	if (eng_state_locate() < 0) {
+		eng_debug("%s: the device state directory's path is too long", eng.config_path);
+		return ENG_ERROR_UNKNOWN;
+	}
 	if (eng_topology_overlay() < 0)
 		return ENG_ERROR_UNKNOWN;
 	for (unsigned i = 0; i < eng.ndev; i++)
 		if (eng_rebuild_device(&eng_devs[i]) < 0)
 			return ENG_ERROR_UNKNOWN;
 	eng_overrides_refresh(true);
+	for (unsigned i = 0; i < eng.ndev; i++)
+		board_detect(&eng_devs[i]);
+	eng_state_refresh();
 	eng_debug("%s: %u device(s) visible", eng.config_path, eng.ndev);
 	return ENG_SUCCESS;
 }
@@ -304,8 +332,11 @@ static bool is_handle(const void *h)
 {
 	uintptr_t p = (uintptr_t)h, b = (uintptr_t)eng_devs;
 
-	return eng.refs && p >= b && p < b + eng.ndev * sizeof(eng_devs[0]) &&
-	       (p - b) % sizeof(eng_devs[0]) == 0;
+	if (!eng.refs)
+		return false;
+	if (p >= b && p < b + eng.ndev * sizeof(eng_devs[0]))
+		return (p - b) % sizeof(eng_devs[0]) == 0;
+	return eng_is_mig_handle(h);
 }
 
 bool engine_is_device(const void *handle)
@@ -323,6 +354,9 @@ bool eng_dev_ready(struct mdev *d)
 	if (!is_handle(d))
 		return false;
 	eng_overrides_refresh(false);
+	eng_state_refresh();
+	if (d->parent)
+		return eng_mig_ready(d);
 	return d->eff != NULL;
 }
 

@@ -30,7 +30,10 @@
 #define ENG_ERROR_INSUFFICIENT_SIZE 7
 #define ENG_ERROR_DRIVER_NOT_LOADED 9
 #define ENG_ERROR_TIMEOUT 10
+#define ENG_ERROR_NO_PERMISSION 4
 #define ENG_ERROR_GPU_IS_LOST 15
+#define ENG_ERROR_IN_USE 19
+#define ENG_ERROR_INSUFFICIENT_RESOURCES 23
 #define ENG_ERROR_UNKNOWN 999
 
 #define ENG_MAX_DEVICES 64
@@ -105,5 +108,38 @@ bool mdev_take_xid(struct mdev *d, unsigned long long *code);
 /* Fabric state with "auto" resolved against the fabric manager marker:
  * 0 not supported, 1 not started, 2 in progress, 3 completed. */
 unsigned mdev_fabric_state(struct mdev *d);
+
+/* Shared device state (devstate/, engine_state.c).  mdev_state_get: this
+ * GPU's document as every process sees it now.  mdev_state_update: a
+ * read-modify-write under the store's lock (the document fresh from its
+ * file, so concurrent writers in other processes never lose an update):
+ * fn returns an NVML code and the document is saved only on success.
+ * The store is created on first write; no permission is
+ * ENG_ERROR_NO_PERMISSION. */
+struct ds_gpu;
+struct mig_board;
+typedef int (*mdev_update_fn)(struct mdev *d, struct ds_gpu *g, void *arg);
+int mdev_state_get(struct mdev *d, struct ds_gpu *out);
+int mdev_state_update(struct mdev *d, mdev_update_fn fn, void *arg);
+const struct mig_board *mdev_mig_board(struct mdev *d);	/* NULL: no MIG */
+const char *engine_state_dir(void);
+
+/* MIG devices (engine_mig.c).  A MIG device handle is an mdev whose
+ * parent is the full GPU; NULL when that compute instance does not exist
+ * (now, in the shared state). */
+bool mdev_is_mig(const struct mdev *d);
+struct mdev *mdev_parent(struct mdev *d);
+unsigned mdev_gi_id(const struct mdev *d);
+unsigned mdev_ci_id(const struct mdev *d);
+struct mdev *mdev_mig_device(struct mdev *parent, unsigned gi, unsigned ci);
+/* GPU and compute instance handles: stable per (GPU, ids); valid while
+ * the instance exists. */
+void *engine_gi_handle(struct mdev *d, unsigned gi);
+void *engine_ci_handle(struct mdev *d, unsigned gi, unsigned ci);
+bool engine_gi_lookup(const void *h, struct mdev **d, unsigned *gi);
+bool engine_ci_lookup(const void *h, struct mdev **d, unsigned *gi, unsigned *ci);
+/* "MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" for an instance. */
+void engine_mig_uuid(const struct mdev *parent, unsigned gi, unsigned ci, uint32_t serial,
+		     char *out, size_t size);
 
 #endif

@@ -9,7 +9,9 @@
 #include <sys/types.h>
 
 #include "engine.h"
+#include "devstate/devstate.h"
 #include "overrides/overrides.h"
+#include "shims/nvml/mig_profiles.h"
 #include "yaml_lite/yaml_lite.h"
 
 #define ENG_TTL_S 1.0	/* overrides and fabric marker re-check period */
@@ -43,6 +45,18 @@ struct mdev {
 	struct yl_node *base;	/* defaults ⊕ devices[] entry (+ topology): boot, fixed */
 	struct yl_node *eff;	/* base ⊕ overrides; replaced on reload */
 	struct eng_fault fault;
+	/* Shared device state (engine_state.c): this GPU's document, laid
+	 * over eff at every rebuild. */
+	struct ds_gpu st;
+	const struct mig_board *board;	/* NULL: not MIG-capable */
+	/* MIG (engine_mig.c): a MIG device is an mdev too, so every getter
+	 * works on its handle.  A full GPU owns DS_MAX_GI * DS_MAX_CI of them
+	 * (calloc'd on first use, kept until shutdown so handles stay put);
+	 * a MIG device has parent set and eff rebuilt when the state moves. */
+	struct mdev *migs;
+	struct mdev *parent;
+	unsigned gi_id, ci_id;
+	uint64_t built_gen;
 };
 
 struct eng_file_id {
@@ -78,6 +92,13 @@ struct engine {
 	 * an override reload can free trees other threads read from */
 	char **interned;
 	size_t interned_n, interned_cap;
+	/* the device state store (engine_state.c) */
+	struct ds_store store;
+	char state_dir[PATH_MAX];
+	double state_checked;
+	uint64_t state_seq;
+	uint64_t state_gen;	/* bumped at every reload */
+	bool state_loaded;
 };
 
 extern struct engine eng;
@@ -111,6 +132,19 @@ void eng_fault_configure(struct mdev *d, bool reset);
 
 /* engine_metrics.c: dynamic_metrics over time; true when path is dynamic. */
 bool eng_dynamic_value(struct mdev *d, const char *path, double *out);
+
+/* engine_state.c: the store's path, reload when its counter moved, and
+ * the overlay of a GPU's document on its effective tree. */
+int eng_state_locate(void);
+void eng_state_refresh(void);
+int eng_state_overlay(struct mdev *d, struct yl_node *tree);
+void eng_state_close(void);
+
+/* engine_mig.c */
+bool eng_is_mig_handle(const void *h);
+bool eng_mig_ready(struct mdev *m);	/* rebuilds a MIG device's tree when stale */
+void eng_mig_teardown(void);
+uint64_t eng_gi_mem_mib(const struct mdev *d, const struct ds_gi *gi);
 
 /* engine_topology.c */
 void eng_pcie_affinity(struct mdev *d);

@@ -124,7 +124,8 @@ int eng_rebuild_device(struct mdev *d)
 
 	if (!n)
 		return -ENOMEM;
-	if (ovr_apply(n, eng.overrides, d->prof_index) < 0 || freeze(n, d->base) < 0)
+	if (ovr_apply(n, eng.overrides, d->prof_index) < 0 || freeze(n, d->base) < 0 ||
+	    eng_state_overlay(d, n) < 0)
 		goto err;
 	changed = !d->eff || !yl_equal(yl_get(d->eff, "failure"), yl_get(n, "failure"));
 	/* mdev_str hands out interned copies, so the old tree can go now. */
