@@ -47,7 +47,9 @@ static void drain_or_clear(struct pl_world *w, int k, int s, int ni)
 	struct pl_node *n = ni >= 0 ? &w->nodes[ni] : NULL;
 	const char *ann = n ? pl_kvs_get(&n->annotations, PL_ANN_ASSIGNMENT) : NULL;
 
-	if (n && n->state != PL_N_BOUND && n->state != PL_N_DRAINING && ann &&
+	/* only the exact Node: a same-name replacement is left alone */
+	if (n && n->m.uid && rk->nodes[s].uid && !strcmp(n->m.uid, rk->nodes[s].uid) &&
+	    n->state != PL_N_BOUND && n->state != PL_N_DRAINING && ann &&
 	    pl_annotation_names(w, ann, k, s, rk->nodes[s].uid)) {
 		/* remove the exact projection before the binding goes */
 		n->state = PL_N_DRAINING;

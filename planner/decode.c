@@ -174,6 +174,11 @@ static int on_object(const struct pt *obj, void *arg)
 			 s->d->source, obj->line);
 		return -EINVAL;
 	}
+	/* the name, when readable, for every message from here on */
+	const struct pt *nm = pt_get(pt_get(obj, "metadata"), "name");
+
+	if (nm && nm->kind == PT_SCALAR)
+		c.name = nm->str;
 	if ((rc = dc_str(&c, obj, "kind", "kind", true, &kind)) < 0 ||
 	    (rc = dc_str(&c, obj, "apiVersion", "apiVersion", true, &api)) < 0)
 		goto out;

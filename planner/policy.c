@@ -240,10 +240,16 @@ static int find_conflict(struct pl_world *w, int pi, int *stamp, int *field)
 
 static struct pl_world *sort_world;
 
+/* Older creationTimestamp first; the UID breaks ties (seed 002). */
 static int pol_cmp(const void *a, const void *b)
 {
-	return pl_meta_cmp(&sort_world->policies[*(const int *)a].m,
-			   &sort_world->policies[*(const int *)b].m);
+	const struct pl_meta *x = &sort_world->policies[*(const int *)a].m;
+	const struct pl_meta *y = &sort_world->policies[*(const int *)b].m;
+	int c = strcmp(x->created ? x->created : "", y->created ? y->created : "");
+
+	if (!c)
+		c = strcmp(x->uid ? x->uid : "", y->uid ? y->uid : "");
+	return c ? c : strcmp(x->name, y->name);
 }
 
 static int decide(struct pl_world *w, int pi, int *stamp)
