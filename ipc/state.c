@@ -109,6 +109,12 @@ static const struct field imex_fields[] = {
 	FI(struct state_imex, caps_major, F_INT),
 	FS(struct state_imex, archive),
 	FS(struct state_imex, checksums),
+	FI(struct state_imex, from_profile, F_BOOL),
+	FI(struct state_imex, download, F_BOOL),
+	FS(struct state_imex, download_url),
+	FS(struct state_imex, download_sha256),
+	FS(struct state_imex, download_version),
+	FS(struct state_imex, download_arch),
 };
 
 static const struct field top_fields[] = {

@@ -121,6 +121,14 @@ struct state_imex {
 	int caps_major;				/* nvidia-caps, 236 */
 	char archive[1024];			/* .tar.xz or image directory, "" = none */
 	char checksums[1024];			/* sha256sum-format list, "" = beside it */
+	bool from_profile;			/* on because the profile is multi-node NVLink */
+	/* The IMEXDownload feature gate: the pinned archive fetched into
+	 * R/cache/imex/<version>/<arch>/archive.tar.xz (workers/imex/fetch.c). */
+	bool download;
+	char download_url[1024];		/* http:// (https:// only through a proxy) */
+	char download_sha256[65];		/* of the archive file, lowercase hex */
+	char download_version[32];		/* "595.91.07" */
+	char download_arch[32];			/* "linux-x86_64" | "linux-sbsa" */
 };
 
 /* The PCI plan (profile/compile_pci.c): every function on the simulated

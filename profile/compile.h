@@ -34,6 +34,10 @@ struct compile_opts {
 	bool imex_enabled;
 	int imex_channel_count, imex_channel_major, imex_caps_major;
 	const char *imex_archive, *imex_checksums;
+	const char *feature_gates;	/* --feature-gates: "IMEXDownload=true,..." */
+	const char *imex_download_url;	/* NULL = NVIDIA's redist URL for the version */
+	const char *imex_download_sha256;
+	const char *imex_download_version;	/* NULL = the pinned 595.91.07 */
 	const char *kernel_log;		/* NULL = /dev/kmsg, "" = off */
 };
 

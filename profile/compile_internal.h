@@ -77,8 +77,10 @@ uint32_t compile_ib_fnv1a32(const char *s);
 /* compile_cri.c: the container runtime flags (defaults when unset). */
 int compile_cri(struct cctx *c, const struct compile_opts *o, struct state_cri *cri);
 
-/* compile_imex.c: the IMEX settings and the kernel log path. */
-int compile_imex(struct cctx *c, const struct compile_opts *o, struct state *s);
+/* compile_imex.c: the IMEX settings (on by the flag, or by a multi-node
+ * NVLink profile), the IMEXDownload gate and the kernel log path. */
+int compile_imex(struct cctx *c, const struct ynode *root, const struct compile_opts *o,
+		 struct state *s);
 
 /* compile_pci.c: the PCI plan, last (it places everything above); its
  * first problem is the compile error. */

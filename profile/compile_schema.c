@@ -73,6 +73,7 @@ static const struct ovr_field nvlink_defaults_f[] = {
 static const struct ovr_field nvlink_device_links_f[] = {
 	I("index"), SEQM("links", nvlink_link_f), END };
 static const struct ovr_field nvlink_f[] = {
+	B("multi_node"),	/* compile_imex.c: IMEX on (GB200/GB300 NVL racks) */
 	I("version"), I("links_per_gpu"), U("bandwidth_per_link_mbps"),
 	B("c2c_enabled"), ANY("bw_mode"), SEQM("links", nvlink_link_f),
 	SEQM("switches", nvlink_switch_f), M("defaults", nvlink_defaults_f),

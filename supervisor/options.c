@@ -99,6 +99,15 @@ static const struct flag {
 	  "IMEX redist .tar.xz or image directory to stage"),
 	F("imex-checksums", "FILE", K_PATH, CO(imex_checksums),
 	  "sha256sum list for it (default beside it)"),
+	F("feature-gates", "LIST", K_STR, CO(feature_gates),
+	  "Name=true|false,... (IMEXDownload: fetch the IMEX archive)"),
+	F("imex-download-url", "URL", K_STR, CO(imex_download_url),
+	  "IMEXDownload source (default NVIDIA's redist; https\n"
+	  "                            only through $https_proxy)"),
+	F("imex-download-sha256", "HEX", K_STR, CO(imex_download_sha256),
+	  "the archive's pinned sha256 (IMEXDownload needs it)"),
+	F("imex-download-version", "VER", K_STR, CO(imex_download_version),
+	  "IMEX archive version (default 595.91.07)"),
 	F("kernel-log", "PATH", K_PATH, CO(kernel_log),
 	  "where injected Xids are announced (default\n"
 	  "                            $MOCK_NVML_KMSG, /dev/kmsg; empty = off)"),

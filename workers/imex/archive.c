@@ -275,7 +275,10 @@ static int verify(struct collect *c, const struct imex_sums *sums, bool archive_
 	return 0;
 }
 
-int imex_stage_archive(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+/* archive: a delivered archive (--imex-archive) with its checksum list,
+ * or the IMEXDownload cache with pin (its one entry, the archive). */
+static int stage_from(struct sim_ctx *ctx, const struct state *s, const char *archive,
+		      const struct imex_sums *pin, struct sim_errors *errs)
 {
 	struct collect c;
 	struct imex_sums sums;
@@ -286,22 +289,22 @@ int imex_stage_archive(struct sim_ctx *ctx, const struct state *s, struct sim_er
 	char path[512], shim[PATH_MAX];
 	int r;
 
-	if (!s->imex.archive[0])
-		return 0;	/* no IMEX userspace; the node stays ready */
 	memset(&c, 0, sizeof(c));
-	if (stat(s->imex.archive, &st) < 0) {
+	if (stat(archive, &st) < 0) {
 		r = -errno;
-		sim_error(errs, "archive", "%s: %s", s->imex.archive, strerror(-r));
+		sim_error(errs, "archive", "%s: %s", archive, strerror(-r));
 		return r;
 	}
-	if ((r = load_sums(s, S_ISDIR(st.st_mode), &sums, c.err, sizeof(c.err))) < 0)
+	if (pin)
+		sums = *pin;
+	else if ((r = load_sums(s, S_ISDIR(st.st_mode), &sums, c.err, sizeof(c.err))) < 0)
 		goto out;
 	if (S_ISDIR(st.st_mode)) {
-		r = walk_dir(&c, s->imex.archive, "", 0);
+		r = walk_dir(&c, archive, "", 0);
 		if (r < 0 && !c.err[0])
-			snprintf(c.err, sizeof(c.err), "%s: %s", s->imex.archive, strerror(-r));
+			snprintf(c.err, sizeof(c.err), "%s: %s", archive, strerror(-r));
 	} else {
-		const char *n = s->imex.archive, *want;
+		const char *n = archive, *want;
 		size_t l = strlen(n);
 		bool xz = l > 3 && !strcmp(n + l - 3, ".xz");
 		unsigned char *raw = NULL;
@@ -352,12 +355,26 @@ int imex_stage_archive(struct sim_ctx *ctx, const struct state *s, struct sim_er
 			snprintf(c.err, sizeof(c.err), "%s -> %s: %s", shim, path, strerror(-r));
 	}
 	if (r == 0)
-		log_info("IMEX userspace staged from %s%s", s->imex.archive,
+		log_info("IMEX userspace staged from %s%s", archive,
 			 vouched ? " (archive digest verified)" : " (file digests verified)");
 out:
 	if (r < 0)
-		sim_error(errs, "archive", "%s: %s", s->imex.archive, c.err[0] ? c.err : strerror(-r));
+		sim_error(errs, "archive", "%s: %s", archive, c.err[0] ? c.err : strerror(-r));
 	release(&c);
 	free(buf);
 	return r;
+}
+
+int imex_stage_archive(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	struct imex_sums pin = { .n = 1 };
+	char cached[4200];
+
+	if (s->imex.archive[0])
+		return stage_from(ctx, s, s->imex.archive, NULL, errs);
+	if (!s->imex.download || imex_fetch_cached(ctx, s, cached, sizeof(cached)) <= 0)
+		return 0;	/* no IMEX userspace; the node stays ready */
+	snprintf(pin.e[0].hex, sizeof(pin.e[0].hex), "%s", s->imex.download_sha256);
+	snprintf(pin.e[0].name, sizeof(pin.e[0].name), "archive.tar.xz");
+	return stage_from(ctx, s, cached, &pin, errs);
 }

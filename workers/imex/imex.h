@@ -1,5 +1,6 @@
 /* imex simulator: the IMEX capability surface (SURFACES.md §3, §11.2-3),
- * staged only when IMEX is on (IMEX_MOCK_CHANNELS / --imex-channels):
+ * staged only when IMEX is on (IMEX_MOCK_CHANNELS / --imex-channels, or
+ * the profile):
  *
  *   channels.c  R/driver/dev/nvidia-caps-imex-channels/channel<i>, char
  *               devices with the channel major, minor i, 0666
@@ -15,8 +16,13 @@
  *               the --nogpu exec shim (shim.c) as nvidia-imex, last
  *   tar.c       a ustar/pax/GNU tar reader over the decompressed archive
  *   sha256.c    SHA-256 (FIPS 180-4)
+ *   fetch.c     the IMEXDownload gate: the pinned archive fetched into the
+ *               node cache in the background (http.c, http_parse.c: a
+ *               small HTTP/1.1 GET client), then staged as above
  *
- * Without an archive the node stays ready and stages no IMEX userspace. */
+ * IMEX is on by the flag or by a multi-node NVLink profile (GB200/GB300
+ * NVL, profile/compile_imex.c).  Without an archive the node stays ready
+ * and stages no IMEX userspace. */
 #ifndef MOKKA_WORKERS_IMEX_IMEX_H
 #define MOKKA_WORKERS_IMEX_IMEX_H
 
@@ -38,6 +44,9 @@
 int imex_stage_channels(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
 int imex_stage_proc_devices(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
 int imex_stage_archive(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
+/* fetch.c (IMEXDownload): 1 with the verified cached archive's host path
+ * in archive; 0 when it is not cached (a background fetch is running). */
+int imex_fetch_cached(struct sim_ctx *ctx, const struct state *s, char *archive, size_t len);
 
 /* SHA-256. */
 struct sha256 {

@@ -41,6 +41,7 @@ static const struct {
 
 static int imex_stage(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
 {
+	static bool said_profile;
 	int first = 0;
 
 	if (!s->imex.enabled) {
@@ -48,6 +49,11 @@ static int imex_stage(struct sim_ctx *ctx, const struct state *s, struct sim_err
 			log_warn("IMEX is off (--imex-channels / IMEX_MOCK_CHANNELS): archive %s "
 				 "not staged", s->imex.archive);
 		return 0;
+	}
+	if (s->imex.from_profile && !said_profile) {
+		log_info("IMEX on: the profile is a multi-node NVLink node (nvlink.multi_node or "
+			 "a GB200/GB300 NVL GPU)");
+		said_profile = true;
 	}
 	for (size_t i = 0; i < sizeof(surfaces) / sizeof(surfaces[0]); i++) {
 		int before = errs->n, r = surfaces[i].fn(ctx, s, errs);
