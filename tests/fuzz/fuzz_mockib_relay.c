@@ -1,12 +1,13 @@
 /* Fuzz what a relay peer sends mock-ib, as a byte stream on one
  * connection: the framing (mib_relay_parse), REGISTER payloads (the
  * member's config JSON: state_ib_decode, then the member joins or changes
- * and the fabric is rebuilt from it) and MAD frames (routing header + MAD,
- * answered or delivered as mockib_relay.c does).  This node is fz-a (2
- * HCAs) with one umad session on mlx5_0 over a socketpair, serving a vendor
- * class and the PMA class.  A framing
- * error ends the input, as it closes the connection.  Nothing may crash
- * or leak; every input starts from a fabric of this node alone. */
+ * and the fabric is rebuilt from it), MAD frames (routing header + MAD,
+ * answered or delivered as mockib_relay.c does), member lists (MEMBERS:
+ * every entry well formed, and encoding the entries again gives the same
+ * bytes) and DIGESTs.  This node is fz-a (2 HCAs) with one umad session on
+ * mlx5_0 over a socketpair, serving a vendor class and the PMA class.  A
+ * framing error ends the input, as it closes the connection.  Nothing may
+ * crash or leak; every input starts from a fabric of this node alone. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,54 @@ static void on_register(const uint8_t *json, size_t len)
 		mib_member_update(&d, node, ib, json, len, "fuzz");
 	else
 		free(ib);
+	mib_fabric_flush(&d);	/* the loop's rebuild after the batch */
+}
+
+/* A member list: every entry the decoder hands out is well formed, and
+ * encoding the entries again gives back the very bytes it accepted. */
+static int check_entry(void *arg, const struct mib_gossip_entry *e)
+{
+	uint8_t *out = ((uint8_t **)arg)[0];
+	size_t *off = ((size_t **)arg)[1];
+
+	if (!e->node[0] || !memchr(e->node, 0, sizeof(e->node)) ||
+	    !memchr(e->host, 0, sizeof(e->host)) || e->port < 1 || e->port > 65535)
+		abort();
+	if (mib_members_put(out, MIB_RELAY_MAX, off, e) < 0)
+		abort();
+	return 0;
+}
+
+static void on_members(const uint8_t *p, size_t len)
+{
+	static uint8_t *out;
+	size_t off = 3;
+	void *arg[2] = { NULL, &off };
+	uint8_t flags;
+	int n;
+
+	if (!out && !(out = malloc(MIB_RELAY_MAX)))
+		abort();
+	arg[0] = out;
+	n = mib_members_parse(p, len, &flags, check_entry, arg);
+	if (n < 0)
+		return;
+	mib_members_head(out, flags, (unsigned)n);
+	if (off != len || memcmp(out, p, len))
+		abort();
+}
+
+static void on_digest(const uint8_t *p, size_t len)
+{
+	uint8_t back[MIB_DIGEST_LEN];
+	uint32_t n;
+	uint64_t h;
+
+	if (mib_digest_parse(p, len, &n, &h) < 0)
+		return;
+	mib_digest_put(back, n, h);
+	if (memcmp(back, p, sizeof(back)))
+		abort();
 }
 
 /* on_mad() */
@@ -113,6 +162,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			on_register(p, plen);
 		else if (type >= MIB_RELAY_ANSWER && type <= MIB_RELAY_REPLY)
 			on_mad(type, p, plen);
+		else if (type == MIB_RELAY_MEMBERS)
+			on_members(p, plen);
+		else if (type == MIB_RELAY_DIGEST)
+			on_digest(p, plen);
 		off += (size_t)used;
 		drain();
 	}

@@ -92,7 +92,9 @@ struct mib_member {
 	struct state_ib *ib;
 	char *json;			/* its last REGISTER payload */
 	size_t json_len;
-	uint64_t last_heard;		/* monotonic ms */
+	char host[64];			/* where its relay listens (MIB_GOSSIP_HOST) */
+	int port;
+	uint64_t version;		/* from its member list (0 = not yet) */
 };
 
 struct mib_relay;
@@ -121,6 +123,8 @@ struct mockib {
 	/* The fabric and the member array it was built from. */
 	struct ib_fabric fab;
 	bool fab_ok;
+	bool fab_dirty;			/* members changed: rebuild after the batch */
+	uint64_t fab_built;		/* monotonic ms of the last rebuild */
 	uint64_t fab_gen;
 	struct ib_member *fab_members;
 	int fab_nmembers;
@@ -149,6 +153,10 @@ int mib_config_load(const char *host_root, const char *path, char *node, struct 
 		    char **json, size_t *json_len, char *err, size_t errlen);
 int mib_reload(struct mockib *d);		/* SIGHUP */
 int mib_fabric_rebuild(struct mockib *d);	/* after any member/config change */
+/* Members changed: one rebuild for a burst of joins (the loop calls
+ * mib_fabric_flush after each event batch, at most every 100 ms). */
+void mib_fabric_changed(struct mockib *d);
+int mib_fabric_flush(struct mockib *d);		/* rebuild now if changed */
 const char *mib_ca_owner(const struct mockib *d, int ca);	/* node name */
 
 /* mockib_session.c */
@@ -181,14 +189,15 @@ void mib_pending_drop_session(struct mockib *d, struct mib_session *s);
 uint64_t mib_pending_next(const struct mockib *d);	/* earliest deadline, 0 = none */
 
 /* mockib_member.c: remote members (REGISTER bookkeeping) */
-/* An unchanged REGISTER from a known member: refresh it.  false = decode
- * it and call mib_member_update. */
+struct mib_member *mib_member_find(struct mockib *d, const char *node);
+/* An unchanged REGISTER from a known member: true.  false = decode it and
+ * call mib_member_update. */
 bool mib_member_refresh(struct mockib *d, const char *node, const uint8_t *json, size_t len);
-/* Join or change (takes ib; rebuilds the fabric).  0 or -errno. */
+/* Join or change (takes ib; the fabric is rebuilt after the batch).  0 or
+ * -errno. */
 int mib_member_update(struct mockib *d, const char *node, struct state_ib *ib,
 		      const uint8_t *json, size_t len, const char *via);
 void mib_member_leave(struct mockib *d, const char *node, const char *why);
-void mib_members_expire(struct mockib *d, uint64_t now);	/* silent for 3 s */
 void mib_members_drop_all(struct mockib *d);	/* the caller rebuilds */
 
 /* mockib_relay.c */
@@ -196,7 +205,9 @@ int mib_relay_start(struct mockib *d);
 void mib_relay_stop(struct mockib *d);
 void mib_relay_tick(struct mockib *d, uint64_t now);
 void mib_relay_config_changed(struct mockib *d);	/* after a reload */
-void mib_relay_announce(struct mockib *d);	/* REGISTER to every peer now */
+void mib_relay_announce(struct mockib *d);	/* our config changed: REGISTER */
+void mib_relay_members_changed(struct mockib *d);	/* a join or leave */
+void mib_relay_counters(struct mockib *d);	/* log the traffic (SIGUSR1) */
 void mib_relay_reap(struct mockib *d);		/* free connections closed in a batch */
 void mib_relay_free(struct mockib *d);
 /* Forward a MAD to the owner of a remote CA.  0 or -errno (no route). */

@@ -65,6 +65,7 @@ int mib_fabric_rebuild(struct mockib *d)
 	struct ib_member *m;
 	int n = 1, i = 1, r;
 
+	d->fab_dirty = false;	/* a failed build is not retried in a loop */
 	for (struct mib_member *p = d->members; p; p = p->next)
 		n++;
 	if (!(m = calloc((size_t)n, sizeof(*m))))
@@ -100,8 +101,19 @@ int mib_fabric_rebuild(struct mockib *d)
 		free(p->json);
 		free(p);
 	}
+	d->fab_built = mib_now_ms();
 	log_info("fabric: %d member(s), %d CA(s), %d switch(es)", n, nf.ncas, nf.nsws);
 	return 0;
+}
+
+void mib_fabric_changed(struct mockib *d)
+{
+	d->fab_dirty = true;
+}
+
+int mib_fabric_flush(struct mockib *d)
+{
+	return d->fab_dirty ? mib_fabric_rebuild(d) : 0;
 }
 
 /* SIGHUP: re-read the config, keep the sessions, rebuild the fabric. */

@@ -1,6 +1,8 @@
 /* mock-ib's event loop: epoll over the listener, sessions, relay sockets,
  * a signalfd and one timerfd armed for the earliest deadline (the next
- * pending-request timeout or the 1 s housekeeping tick). */
+ * pending-request timeout, the 1 s housekeeping tick or a fabric rebuild
+ * held back so that a burst of joins makes one).  SIGUSR1 logs the relay's
+ * traffic counters. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "workers/ib/mockib/mockib.h"
 
 #define TICK_MS 1000
+#define REBUILD_MIN_MS 100		/* joins in a burst make one rebuild */
 #define MAX_EVENTS 64
 
 uint64_t mib_now_ms(void)
@@ -51,6 +54,8 @@ void mib_timer_update(struct mockib *d)
 
 	if (p && p < due)
 		due = p;
+	if (d->fab_dirty && d->fab_built + REBUILD_MIN_MS < due)
+		due = d->fab_built + REBUILD_MIN_MS;
 	if (due == d->armed)
 		return;
 	d->armed = due;
@@ -86,6 +91,8 @@ static void on_signal(struct mockib *d, struct mib_watch *w, uint32_t events)
 		if (si.ssi_signo == SIGHUP) {
 			log_info("SIGHUP: reloading %s%s", d->host_root, d->conf_path);
 			mib_reload(d);
+		} else if (si.ssi_signo == SIGUSR1) {
+			mib_relay_counters(d);
 		} else {
 			log_info("stopping on signal %u", si.ssi_signo);
 			d->stop = true;
@@ -102,6 +109,7 @@ int mib_run(struct mockib *d)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	/* A client vanishing mid-send must not kill the daemon. */
 	signal(SIGPIPE, SIG_IGN);
@@ -135,6 +143,8 @@ int mib_run(struct mockib *d)
 		 * event of this batch can point at freed memory. */
 		mib_sessions_reap(d);
 		mib_relay_reap(d);
+		if (d->fab_dirty && mib_now_ms() >= d->fab_built + REBUILD_MIN_MS)
+			mib_fabric_flush(d);
 	}
 	return 0;
 }

@@ -28,7 +28,8 @@ static const char usage[] =
 	"  --log-level LEVEL   error|warn|info|debug (default info)\n"
 	"  --log-format FMT    text|json (default text)\n"
 	"  --help, --version\n"
-	"Signals: SIGHUP re-reads FILE (sessions kept, fabric rebuilt); SIGTERM/SIGINT exit 0.\n";
+	"Signals: SIGHUP re-reads FILE (sessions kept, fabric rebuilt); SIGUSR1 logs the relay's\n"
+	"traffic counters; SIGTERM/SIGINT exit 0.\n";
 
 static void cleanup(struct mockib *d)
 {
@@ -222,6 +223,7 @@ int main(int argc, char **argv)
 	log_info("stopped: %llu MADs in, %llu out, %llu timeouts, %llu dropped",
 		 (unsigned long long)d.mads_in, (unsigned long long)d.mads_out,
 		 (unsigned long long)d.timeouts, (unsigned long long)d.drops);
+	mib_relay_counters(&d);
 	cleanup(&d);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /* The fabric's remote members, as the relay hears of them: a REGISTER
- * joins or changes a member (the fabric is rebuilt), silence for 3 s or
- * the loss of its last connection makes it leave.  A member's old state
- * stays alive (d->retired) until the rebuild that stops using it. */
+ * joins or changes a member, the loss of its last connection makes it
+ * leave (the fabric is rebuilt after the event batch).  A member's old
+ * state stays alive (d->retired) until the rebuild that stops using it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +10,7 @@
 #include "ipc/log.h"
 #include "workers/ib/mockib/mockib.h"
 
-#define MEMBER_TIMEOUT_MS 3000
-
-static struct mib_member *find(struct mockib *d, const char *node)
+struct mib_member *mib_member_find(struct mockib *d, const char *node)
 {
 	for (struct mib_member *m = d->members; m; m = m->next)
 		if (!strcmp(m->node, node))
@@ -37,12 +35,9 @@ static void retire(struct mockib *d, struct state_ib *ib, char *json)
 
 bool mib_member_refresh(struct mockib *d, const char *node, const uint8_t *json, size_t len)
 {
-	struct mib_member *m = find(d, node);
+	struct mib_member *m = mib_member_find(d, node);
 
-	if (!m || m->json_len != len || memcmp(m->json, json, len))
-		return false;
-	m->last_heard = mib_now_ms();
-	return true;
+	return m && m->json_len == len && !memcmp(m->json, json, len);
 }
 
 int mib_member_update(struct mockib *d, const char *node, struct state_ib *ib,
@@ -60,7 +55,7 @@ int mib_member_update(struct mockib *d, const char *node, struct state_ib *ib,
 		return -ENOMEM;
 	}
 	memcpy(copy, json, len);
-	if (!(m = find(d, node))) {
+	if (!(m = mib_member_find(d, node))) {
 		if (!(m = calloc(1, sizeof(*m)))) {
 			free(ib);
 			free(copy);
@@ -78,8 +73,9 @@ int mib_member_update(struct mockib *d, const char *node, struct state_ib *ib,
 	m->ib = ib;
 	m->json = copy;
 	m->json_len = len;
-	m->last_heard = mib_now_ms();
-	return mib_fabric_rebuild(d);
+	mib_fabric_changed(d);
+	mib_relay_members_changed(d);
+	return 0;
 }
 
 void mib_member_leave(struct mockib *d, const char *node, const char *why)
@@ -93,19 +89,9 @@ void mib_member_leave(struct mockib *d, const char *node, const char *why)
 		m->next = d->retired;
 		d->retired = m;
 		log_info("relay: member %s left the fabric (%s)", node, why);
-		mib_fabric_rebuild(d);
+		mib_fabric_changed(d);
+		mib_relay_members_changed(d);
 		return;
-	}
-}
-
-void mib_members_expire(struct mockib *d, uint64_t now)
-{
-	struct mib_member *next;
-
-	for (struct mib_member *m = d->members; m; m = next) {
-		next = m->next;
-		if (now - m->last_heard > MEMBER_TIMEOUT_MS)
-			mib_member_leave(d, m->node, "silent for 3 s");
 	}
 }
 

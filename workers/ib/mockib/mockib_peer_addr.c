@@ -1,7 +1,10 @@
-/* Which hosts may talk to the relay: the ones in ib.peers. */
+/* Which hosts may talk to the relay: the ones in ib.peers, hosts or
+ * networks. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -22,7 +25,39 @@ static bool addr_v6(const struct sockaddr *sa, struct in6_addr *out)
 	return true;
 }
 
-/* mib_relay_peers_parse callback: -EEXIST (stop) when host is the address. */
+/* Whether want lies in the network "addr/len" (parsed by peers_parse). */
+static bool in_network(const char *net, const struct in6_addr *want)
+{
+	char a[128];
+	const char *slash = strchr(net, '/');
+	struct in6_addr n;
+	struct in_addr v4;
+	int len;
+
+	if (!slash || (size_t)(slash - net) >= sizeof(a))
+		return false;
+	memcpy(a, net, (size_t)(slash - net));
+	a[slash - net] = '\0';
+	len = atoi(slash + 1);
+	if (inet_pton(AF_INET, a, &v4) == 1) {	/* as v4-mapped v6 */
+		memset(&n, 0, sizeof(n));
+		n.s6_addr[10] = n.s6_addr[11] = 0xff;
+		memcpy(&n.s6_addr[12], &v4, 4);
+		len += 96;
+	} else if (inet_pton(AF_INET6, a, &n) != 1) {
+		return false;
+	}
+	for (int i = 0; i < 16 && len > 0; i++, len -= 8) {
+		uint8_t mask = len >= 8 ? 0xff : (uint8_t)(0xff << (8 - len));
+
+		if ((n.s6_addr[i] ^ want->s6_addr[i]) & mask)
+			return false;
+	}
+	return true;
+}
+
+/* mib_relay_peers_parse callback: -EEXIST (stop) when host is the address
+ * or a network holding it. */
 static int match_host(void *arg, const char *host, int port)
 {
 	const struct in6_addr *want = arg;
@@ -30,6 +65,8 @@ static int match_host(void *arg, const char *host, int port)
 	struct in6_addr got;
 	bool hit = false;
 
+	if (strchr(host, '/'))
+		return in_network(host, want) ? -EEXIST : 0;
 	if (getaddrinfo(host, NULL, &hints, &res) != 0)
 		return 0;		/* unresolvable now: not this one */
 	for (const struct addrinfo *ai = res; ai && !hit; ai = ai->ai_next)

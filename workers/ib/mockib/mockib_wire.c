@@ -1,4 +1,5 @@
 /* The relay's framing and routing header (see mockib_relay.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,21 @@ static int parse_item(char *item, int default_port, char **host, int *port)
 	long v;
 
 	*port = default_port;
+	if ((colon = strchr(item, '/'))) {	/* addr/len: a network, no port */
+		unsigned char a[16];
+		int v6 = strchr(item, ':') != NULL;
+
+		*colon = '\0';
+		errno = 0;
+		v = strtol(colon + 1, &end, 10);
+		if (errno || *end || end == colon + 1 || v < 0 || v > (v6 ? 128 : 32) ||
+		    inet_pton(v6 ? AF_INET6 : AF_INET, item, a) != 1)
+			return -EINVAL;
+		*colon = '/';
+		*host = item;
+		*port = 0;
+		return 0;
+	}
 	if (item[0] == '[') {			/* [v6]:port */
 		char *rb = strchr(item, ']');
 
@@ -126,7 +142,8 @@ int mib_relay_peers_parse(const char *list, int default_port,
 
 		if (snprintf(item, sizeof(item), "%s", tok) >= (int)sizeof(item) ||
 		    parse_item(item, default_port, &host, &port) < 0) {
-			snprintf(err, errlen, "peer '%.64s': want host, host:port or [v6]:port", tok);
+			snprintf(err, errlen, "peer '%.64s': want host, host:port, [v6]:port "
+				 "or a network addr/len", tok);
 			free(copy);
 			return -EINVAL;
 		}
