@@ -7,10 +7,11 @@
 
 static const struct ovr_field cc_f[] = { I("major"), I("minor"), END };
 static const struct ovr_field inforom_f[] = {
-	S("image_version"), S("oem_object"), S("ecc_object"), S("pwr_object"), END };
+	S("image_version"), S("oem_object"), S("ecc_object"), S("pwr_object"),
+	U("bbx_flush_timestamp_us"), U("bbx_flush_duration_us"), END };
 static const struct ovr_field memory_f[] = {
 	U("total_bytes"), U("reserved_bytes"), U("free_bytes"), U("used_bytes"),
-	I("memory_bus_width"), END };
+	I("memory_bus_width"), U("cc_protected_bytes"), END };
 static const struct ovr_field bar1_f[] = {
 	U("total_bytes"), U("free_bytes"), U("used_bytes"), END };
 static const struct ovr_field pci_f[] = {
@@ -18,11 +19,15 @@ static const struct ovr_field pci_f[] = {
 static const struct ovr_field pcie_f[] = {
 	I("max_link_gen"), I("current_link_gen"), I("max_link_width"),
 	I("current_link_width"), U("replay_counter"), U("tx_throughput_kbps"),
-	U("rx_throughput_kbps"), END };
+	U("rx_throughput_kbps"), U("atomic_caps_inbound"), U("atomic_caps_outbound"), END };
 static const struct ovr_field power_f[] = {
 	B("management_supported"), S("management_mode"), U("default_limit_mw"),
 	U("enforced_limit_mw"), U("min_limit_mw"), U("max_limit_mw"),
 	U("current_draw_mw"), S("power_state"), U("total_energy_consumption_mj"), END };
+/* Module scope (Grace superchip: GPU, CPU and memory together). */
+static const struct ovr_field module_power_f[] = {
+	U("current_draw_mw"), U("default_limit_mw"), U("enforced_limit_mw"),
+	U("min_limit_mw"), U("max_limit_mw"), U("limit_mw"), END };
 static const struct ovr_field thermal_f[] = {
 	I("temperature_gpu_c"), I("temperature_memory_c"), I("shutdown_threshold_c"),
 	I("slowdown_threshold_c"), I("max_operating_c"), I("target_temperature_c"), END };
@@ -124,6 +129,8 @@ static const struct ovr_field platform_f[] = {
 
 const struct ovr_field ovr_device_config[] = {
 	S("name"), S("brand"), S("serial"), S("board_part_number"),
+	S("gpu_part_number"), S("addressing_mode"), S("sparse_operation_mode"),
+	U("graphics_voltage_uv"), M("module_power", module_power_f),
 	S("vbios_version"), S("architecture"), M("compute_capability", cc_f),
 	I("num_gpu_cores"), M("inforom", inforom_f), M("memory", memory_f),
 	M("bar1_memory", bar1_f), M("pci", pci_f), M("pcie", pcie_f),

@@ -1,6 +1,7 @@
 /* nvmlDeviceGetFieldValues.  nvidia-smi reads each element's nvmlReturn and
  * ignores the function's result, so every element gets one, NOT_SUPPORTED
  * included, and a value only with SUCCESS. */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -50,12 +51,21 @@ static nvmlReturn_t f_key(struct mdev *d, const struct field *f, unsigned scope,
 	return f->arg ? put_u64(v, x) : put_u32(v, (unsigned)x);
 }
 
-/* Power ids: GPU scope (0) only; the module scope reads N/A. */
+/* Power ids: GPU scope (0) from power.*; the module scope (1, Grace
+ * superchips) from module_power.* and N/A where the profile has none. */
 static nvmlReturn_t f_power(struct mdev *d, const struct field *f, unsigned scope,
 			    nvmlFieldValue_t *v)
 {
+	char key[64];
 	uint64_t x;
 
+	if (scope == 1) {
+		snprintf(key, sizeof(key), "module_%s", f->key);
+		if (!mdev_u64(d, key, &x) &&
+		    !(f->arg && mdev_u64(d, "module_power.enforced_limit_mw", &x)))
+			return NVML_ERROR_NOT_SUPPORTED;
+		return put_u32(v, (unsigned)x);
+	}
 	if (scope != 0)
 		return NVML_ERROR_NOT_SUPPORTED;
 	if (!mdev_u64(d, f->key, &x) &&

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shims/nvml/nvml_types.h"
+#include "shims/nvml/api_board.h"
 
 #define TABLE_BYTES 0x1000
 #define TABLE_SLOTS (TABLE_BYTES / 8)	/* every slot the size admits exists */
@@ -211,13 +212,17 @@ static const struct {
 	{ 23, slot_topology },
 	{ 72, slot_sampling },
 	{ 108, slot_enforced_limit },
+	{ 209, nvml_slot_graphics_voltage },
 	{ 213, slot_compute },
 	{ 214, slot_mps },
 	{ 215, slot_graphics },
+	{ 226, nvml_slot_atomic_caps },
 	{ 230, slot_host_link_gen },
 	{ 231, slot_gpu_part_number },
 	{ 237, slot_fru_part_number },
 	{ 240, slot_tlimit },
+	{ 242, nvml_slot_addressing_mode },
+	{ 243, nvml_slot_sparse_mode },
 };
 
 static uintptr_t table[TABLE_SLOTS];

@@ -53,6 +53,7 @@ case $old_glibc in
 esac
 
 TMP=$(mktemp -d /tmp/mokka-glibc217-XXXXXX) || exit 1
+mkdir -p "$TMP/host"
 trap 'rm -rf "$TMP"' EXIT INT TERM
 if ! MOKKA_PKGLIBDIR=$LIBDIR MOKKA_NVIDIA_SMI=$SMI_SRC "$B/mokka-worker-gpudriver" \
 	--host-root "$TMP/host" --config "$PROFILE" --log-level warn stage > "$TMP/stage.log" 2>&1; then

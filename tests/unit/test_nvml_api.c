@@ -186,9 +186,9 @@ Test(nvml_api, memory_info_v2)
 
 	cr_assert_eq(sizeof(m), 40);
 	cr_assert_eq(NVML(nvmlDeviceGetMemoryInfo_v2, device(0), &m), NVML_SUCCESS);
-	cr_assert_eq(m.total, 85899345920ULL);
-	cr_assert_eq(m.reserved, 1073741824ULL);
-	cr_assert_eq(m.free, 84825604096ULL);
+	cr_assert_eq(m.total, 85520809984ULL);	/* 81559 MiB, as an HGX H100 reads */
+	cr_assert_eq(m.reserved, 471859200ULL);
+	cr_assert_eq(m.free, 85048950784ULL);
 	cr_assert_eq(m.used, 0);
 	m.version = 1;
 	cr_assert_eq(NVML(nvmlDeviceGetMemoryInfo_v2, device(0), &m),
@@ -253,9 +253,13 @@ Test(nvml_api, export_table)
 	slot = (void *)t[240];
 	cr_assert_eq(slot((uintptr_t)device(0), (uintptr_t)&margin, 0, 0), NVML_SUCCESS);
 	cr_assert_eq(margin, 54);
+	/* 209: the graphics voltage in microvolts (HGX H100 capture: 685 mV) */
+	slot = (void *)t[209];
+	cr_assert_eq(slot((uintptr_t)device(0), (uintptr_t)&code, 0, 0), NVML_SUCCESS);
+	cr_assert_eq(code, 685000);
 	/* anything else: NOT_SUPPORTED, output untouched */
 	code = 7;
-	slot = (void *)t[209];
+	slot = (void *)t[210];
 	cr_assert_eq(slot((uintptr_t)device(0), (uintptr_t)&code, 0, 0), NVML_ERROR_NOT_SUPPORTED);
 	cr_assert_eq(code, 7);
 }
