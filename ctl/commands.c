@@ -488,6 +488,10 @@ static const char *const o_sram[] = { "type=", "source=", "threshold-exceeded", 
 static const char *const o_nvlink[] = { "links=", NULL };
 static const char *const o_none[] = { NULL };
 
+/* exec (ctl/exec.c): argv is "--" and the command line. */
+int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc);
+static const char *const o_exec[] = { "gpus=", NULL };
+
 const struct ctl_command ctl_commands[] = {
 	{ "fail", "--mode healthy|lost|fallen_off_bus|ecc_uncorrectable [--after-calls N] "
 		  "[--xid CODE] [--probability P]",
@@ -521,5 +525,7 @@ const struct ctl_command ctl_commands[] = {
 	  cmd_status },
 	{ "reset", "", "remove the overrides (of one GPU, or all)", 0, 0, o_none, false, true,
 	  cmd_reset },
+	{ "exec", "[--gpus LIST] -- CMD [ARGS]", "run CMD seeing the node at the real paths "
+		  "(private mount namespace; ctl/exec.c)", 2, -1, o_exec, true, false, ctl_cmd_exec },
 };
 const size_t ctl_ncommands = sizeof(ctl_commands) / sizeof(ctl_commands[0]);

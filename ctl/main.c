@@ -105,6 +105,16 @@ static int parse(int argc, char **argv, struct args *a)
 			printf("mokka-ctl %s\n", MOKKA_VERSION);
 			return 1;
 		}
+		/* exec: "--" and everything after it is the command line, verbatim. */
+		if (!strcmp(arg, "--") && a->cmd && !strcmp(a->cmd->name, "exec")) {
+			if (argc - i > CTL_MAX_ARGS - a->argc) {
+				fprintf(stderr, "mokka-ctl: too many arguments\n");
+				return -EINVAL;
+			}
+			while (i < argc)
+				a->argv[a->argc++] = argv[i++];
+			break;
+		}
 		/* Anything not "--x" is the command or an argument ("-5" too). */
 		if (strncmp(arg, "--", 2) || !arg[2]) {
 			if (!a->cmd) {

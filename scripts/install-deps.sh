@@ -23,7 +23,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev \
 	prometheus-node-exporter \
 	podman runc debootstrap man-db \
-	conmon containerd busybox-static
+	conmon containerd busybox-static \
+	libfuse3-dev fuse3 driverctl
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"

@@ -41,13 +41,22 @@ static const struct daemon_def daemons_ib[] = {
 	{ "mock-ib", 8, env_log, caps_mockib },
 	{ NULL, 0, NULL, NULL },
 };
+/* mokka-pcifs mounts its FUSE view (mount(2) needs SYS_ADMIN; no setuid
+ * fusermount3 under no_new_privs) and detaches a killed instance's stale
+ * mount; it reads and writes only root-owned files of the mock tree. */
+static const int caps_pcifs[] = { CAP_SYS_ADMIN, -1 };
+static const struct daemon_def daemons_pci[] = {
+	{ "mokka-pcifs", 8, env_log, caps_pcifs },
+	{ NULL, 0, NULL, NULL },
+};
 static const struct daemon_def daemons_kl[] = {
 	{ "mokka-kernellog", 10, env_log, caps_none },
 	{ NULL, 0, NULL, NULL },
 };
 
 const struct sim_def sim_table[] = {
-	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY | ROLE_PUBLISH, caps_files, NULL },
+	{ "pcibus", "mokka-worker-pcibus", ROLE_SIM | ROLE_APPLY | ROLE_DAEMON | ROLE_PUBLISH,
+	  caps_files, daemons_pci },
 	{ "nvlink", "mokka-worker-nvlink", ROLE_SIM | ROLE_PUBLISH, caps_files, NULL },
 	{ "fabricmanager", "mokka-worker-fabricmanager", ROLE_SIM | ROLE_DAEMON, caps_files,
 	  daemons_fm },

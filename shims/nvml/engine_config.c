@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "pcibind.h"
 #include "fileio/fileio.h"
 
 static const char *env(const char *name)
@@ -268,6 +269,10 @@ int eng_build_devices(void)
 		yl_u64(yl_get(ents[i].node, "minor_number"), &minor);
 		snprintf(node, sizeof(node), "%s/nvidia%llu", dev_dir, (unsigned long long)minor);
 		if (filter && access(node, F_OK) != 0)
+			continue;
+		/* Bound to vfio-pci, unbound or removed (mokka-pcifs): not NVML's. */
+		if (pcibind_detached(eng.config_path,
+				     yl_text(yl_path(ents[i].node, "pci.bus_id"))))
 			continue;
 		memset(d, 0, sizeof(*d));
 		d->index = eng.ndev;

@@ -9,6 +9,7 @@
 
 #include "ipc/log.h"
 #include "workers/pcibus/pcibus.h"
+#include "workers/pcibus/pcifs/pcifs.h"
 
 /* The mockfs shim travels with the driver root; it is built by another
  * part of the tree, so its absence is a warning, not a Stage failure. */
@@ -26,6 +27,29 @@ static int stage_shim(struct sim_ctx *ctx, const struct state *s, struct sim_err
 	snprintf(dst, sizeof(dst), "%s/driver/usr/local/lib/libmockfs.so", s->mock_root);
 	if ((r = host_copy_in(&ctx->host, src, dst, 0755)) < 0)
 		sim_error(errs, "shim", "pcibus: %s: copy from %s: %s", dst, src, strerror(-r));
+	return r;
+}
+
+/* The daemon's config; IOMMU comes from the profile (the daemon reads
+ * pcie_topology.iommu itself), so this only names what Reload re-reads. */
+static int stage_pcifs_conf(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	char conf[512], mnt[512];
+	int r;
+
+	/* The mount point is ours (recorded), so Discard removes it once the
+	 * daemon has unmounted. */
+	snprintf(mnt, sizeof(mnt), "%s" PCIFS_MOUNT, s->mock_root);
+	if ((r = host_mkdirs(&ctx->host, mnt, 0755)) < 0) {
+		sim_error(errs, "pcifs", "pcibus: %s: mkdir: %s", mnt, strerror(-r));
+		return r;
+	}
+	snprintf(conf, sizeof(conf), "%s" PCIFS_CONF, s->mock_root);
+	r = host_writef(&ctx->host, conf, 0644,
+			"# written by mokka-worker-pcibus; mokka-pcifs re-reads it on SIGHUP\n"
+			"# IOMMU=on|off overrides the profile's pcie_topology.iommu\n");
+	if (r < 0)
+		sim_error(errs, "pcifs", "pcibus: %s: write: %s", conf, strerror(-r));
 	return r;
 }
 
@@ -50,8 +74,28 @@ static int pcibus_stage(struct sim_ctx *ctx, const struct state *s, struct sim_e
 	pcibus_first_error(&first, sysfs_tree_render(&ctx->host, p, errs));
 	pcibus_first_error(&first, procfs_render(&ctx->host, p, errs));
 	pcibus_first_error(&first, stage_shim(ctx, s, errs));
+	pcibus_first_error(&first, stage_pcifs_conf(ctx, s, errs));
 	free(p);
 	return first;
+}
+
+/* mokka-pcifs serves the published tree with the kernel's write semantics
+ * at R/run/pcifs; Reload (SIGHUP after each pass) makes it re-read the
+ * tree and its config, keeping the node's bindings. */
+static int pcibus_daemon(struct sim_ctx *ctx, const struct state *s,
+			 struct ipc_daemon_spec *d, struct sim_errors *errs)
+{
+	const char *argv[] = { "mokka-pcifs", "--mock-root", s->mock_root, "--host-root",
+			       ctx->host.root[0] ? ctx->host.root : "/" };
+
+	snprintf(d->name, sizeof(d->name), "mokka-pcifs");
+	snprintf(d->reload_file, sizeof(d->reload_file), "%s" PCIFS_CONF, s->mock_root);
+	for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+		if (ipc_daemon_spec_add_arg(d, argv[i]) < 0) {
+			sim_error(errs, "daemon", "pcibus: out of memory");
+			return -ENOMEM;
+		}
+	return 0;
 }
 
 static int pcibus_apply(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
@@ -71,8 +115,9 @@ static const char *const pcibus_gens[] = {
 
 const struct simulator pcibus_simulator = {
 	.name = "pcibus",
-	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
+	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY | SIM_ROLE_DAEMON,
 	.stage = pcibus_stage,
+	.daemon = pcibus_daemon,
 	.apply = pcibus_apply,
 	.revoke = nfd_revoke,
 	.gens = pcibus_gens,

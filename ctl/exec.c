@@ -1,0 +1,248 @@
+/* mokka-ctl exec [--gpus LIST] -- CMD [ARGS]: CMD in a private mount
+ * namespace where the node's surfaces sit at their real paths, with no
+ * LD_PRELOAD, so a static or Go binary sees the node as a C program with
+ * the shims does:
+ *
+ *   /sys/bus/pci, /sys/devices/pci*, /sys/kernel/iommu_groups,
+ *   /sys/module/<driver>, /dev/vfio, /proc/cmdline   mokka-pcifs's view
+ *                        (R/run/pcifs; the staged R/sys when it is not served)
+ *   /sys/class/infiniband*, /dev/infiniband           ib's tree (R/ib)
+ *   /dev/nvidia*, /proc/driver/nvidia, /sys/module/nvidia*   gpudriver's (R/driver, R/sys)
+ *   /proc/bus/pci                                     pcibus's (R/proc/bus/pci)
+ *
+ * A name the host does not have (/sys/devices/pci0000:80, /dev/nvidia0)
+ * cannot be created in sysfs or on the host's /dev: its directory becomes
+ * a tmpfs holding bind mounts of every host entry plus ours (graft()).
+ * Nothing is written outside the namespace, and it dies with CMD. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+
+int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc);
+
+#define CONFIG_TAIL "/driver/config/config.yaml"
+#define FUSE_MAGIC 0x65735546
+
+/* Directories already turned into a tmpfs of binds. */
+static char overlaid[32][PATH_MAX];
+static int noverlaid;
+
+static int bind(const char *src, const char *dst)
+{
+	return mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
+}
+
+/* A place for name in dir of src's type: a directory or an empty file
+ * (a file, device node or socket is bind-mounted over it); a symlink is
+ * copied. */
+static int placeholder(const char *src, const char *dst, struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t k;
+	int fd;
+
+	if (lstat(src, st) < 0)
+		return -errno;
+	if (S_ISLNK(st->st_mode)) {
+		if ((k = readlink(src, target, sizeof(target) - 1)) < 0)
+			return -errno;
+		target[k] = '\0';
+		return symlink(target, dst) < 0 ? -errno : 1;
+	}
+	if (S_ISDIR(st->st_mode))
+		return mkdir(dst, st->st_mode & 07777) < 0 && errno != EEXIST ? -errno : 0;
+	if ((fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* dir becomes a tmpfs with every entry it had bind-mounted back. */
+static int overlay(const char *dir)
+{
+	char stash[] = "/tmp/.mokka-exec-XXXXXX", src[PATH_MAX * 2], dst[PATH_MAX * 2];
+	struct dirent *e;
+	struct stat st;
+	int r = 0;
+	DIR *d;
+
+	for (int i = 0; i < noverlaid; i++)
+		if (!strcmp(overlaid[i], dir))
+			return 0;
+	if (noverlaid == 32 || !mkdtemp(stash))
+		return -ENOSPC;
+	if ((r = bind(dir, stash)) < 0 ||
+	    (mount("mokka-exec", dir, "tmpfs", MS_NOSUID, "mode=0755") < 0 && (r = -errno))) {
+		rmdir(stash);
+		return r;
+	}
+	if ((d = opendir(stash))) {
+		while (r >= 0 && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			snprintf(src, sizeof(src), "%s/%s", stash, e->d_name);
+			snprintf(dst, sizeof(dst), "%s/%s", dir, e->d_name);
+			if ((r = placeholder(src, dst, &st)) == 0)
+				r = bind(src, dst);
+			r = r == 1 ? 0 : r;
+		}
+		closedir(d);
+	}
+	umount2(stash, MNT_DETACH);
+	rmdir(stash);
+	snprintf(overlaid[noverlaid++], PATH_MAX, "%s", dir);
+	return r;
+}
+
+/* dir/name shows src: a bind over the host's entry, or a new entry. */
+static int graft(const char *dir, const char *name, const char *src)
+{
+	char dst[PATH_MAX * 2];
+	struct stat st, sst;
+	int r;
+
+	if (lstat(src, &sst) < 0)
+		return -errno;
+	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	if (lstat(dst, &st) == 0 && !S_ISLNK(st.st_mode) && !S_ISLNK(sst.st_mode) &&
+	    S_ISDIR(st.st_mode) == S_ISDIR(sst.st_mode))
+		return bind(src, dst);
+	if ((r = overlay(dir)) < 0)
+		return r;
+	if (lstat(dst, &st) == 0) {
+		umount2(dst, MNT_DETACH);
+		if ((S_ISDIR(st.st_mode) ? rmdir(dst) : unlink(dst)) < 0)
+			return -errno;
+	}
+	if ((r = placeholder(src, dst, &st)) != 0)
+		return r == 1 ? 0 : r;
+	return bind(src, dst);
+}
+
+/* Every entry of srcdir matching pattern (NULL = all) into dir. */
+static int graft_all(struct ctl_call *call, const char *dir, const char *srcdir,
+		     const char *pattern, const bool *minors)
+{
+	char src[PATH_MAX * 2];
+	struct dirent *e;
+	int r = 0;
+	DIR *d = opendir(srcdir);
+
+	if (!d)
+		return 0;	/* the node does not have it */
+	while (r == 0 && (e = readdir(d))) {
+		unsigned n;
+		char tail;
+
+		if (e->d_name[0] == '.' || (pattern && fnmatch(pattern, e->d_name, 0)))
+			continue;
+		/* --gpus: /dev/nvidia<minor> of the others stay out. */
+		if (minors && sscanf(e->d_name, "nvidia%u%c", &n, &tail) == 1 &&
+		    (n >= CTL_MAX_GPUS || !minors[n]))
+			continue;
+		snprintf(src, sizeof(src), "%s/%s", srcdir, e->d_name);
+		if ((r = graft(dir, e->d_name, src)) < 0)
+			ctl_fail(call, r, "%s/%s from %s: %s", dir, e->d_name, src, strerror(-r));
+	}
+	closedir(d);
+	return r;
+}
+
+static int gpus_option(struct ctl_call *call, bool *minors, bool *filter)
+{
+	const char *list = ctl_opt(call, "gpus");
+	char buf[1024], err[256];
+
+	*filter = list && strcmp(list, "all");
+	if (!*filter)
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct ctl_target tg;
+
+		if (ctl_target_parse(call->prof, t, &tg, err, sizeof(err)) < 0)
+			return ctl_fail(call, -EINVAL, "--gpus %s: %s", t, err);
+		for (int i = 0; i < call->prof->n; i++)
+			if (tg.all || tg.gpu == i)
+				minors[call->prof->gpu[i].index % CTL_MAX_GPUS] = true;
+	}
+	return 0;
+}
+
+static bool served(const char *view)
+{
+	struct statfs sf;
+
+	return statfs(view, &sf) == 0 && sf.f_type == FUSE_MAGIC;
+}
+
+int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc)
+{
+	char node[PATH_MAX], view[PATH_MAX + 16], p[PATH_MAX * 2];
+	const char *cfg = call->prof->path;
+	size_t n = strlen(cfg), t = strlen(CONFIG_TAIL);
+	bool minors[CTL_MAX_GPUS] = { false }, filter;
+	int r;
+
+	if (call->argc < 1 || strcmp(call->argv[0], "--") || call->argc < 2)
+		return ctl_fail(call, -EINVAL, "usage: mokka-ctl exec [--gpus LIST] -- CMD [ARGS]");
+	if (n <= t || strcmp(cfg + n - t, CONFIG_TAIL))
+		return ctl_fail(call, -EINVAL, "exec needs the node's layout (--host-root, "
+				"--mock-root), not an engine config elsewhere (%s)", cfg);
+	snprintf(node, sizeof(node), "%.*s", (int)(n - t), cfg);
+	if ((r = gpus_option(call, minors, &filter)) < 0)
+		return r;
+	snprintf(view, sizeof(view), "%s/run/pcifs", node);
+	if (!served(view)) {
+		fprintf(stderr, "mokka-ctl exec: %s is not served (mokka-pcifs not running): "
+			"the PCI tree is the staged one, writes change nothing\n", view);
+		snprintf(view, sizeof(view), "%s", node);
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return ctl_fail(call, -errno, "private mount namespace: %s (needs CAP_SYS_ADMIN)",
+				strerror(errno));
+	static const struct { const char *dir, *name, *root, *src, *pattern; int gpus; } m[] = {
+		{ "/sys/bus", "pci", "V", "/sys/bus/pci", NULL, 0 },
+		{ "/sys/devices", NULL, "V", "/sys/devices", "pci*", 0 },
+		{ "/sys/kernel", "iommu_groups", "V", "/sys/kernel/iommu_groups", NULL, 0 },
+		{ "/sys/module", NULL, "V", "/sys/module", NULL, 0 },
+		{ "/sys/module", NULL, "N", "/sys/module", "nvidia*", 0 },
+		{ "/sys/class", NULL, "N", "/ib/sys/class", "infiniband*", 0 },
+		{ "/dev", NULL, "N", "/driver/dev", "nvidia*", 1 },
+		{ "/dev", "vfio", "V", "/dev/vfio", NULL, 0 },
+		{ "/dev", "infiniband", "N", "/ib/dev/infiniband", NULL, 0 },
+		{ "/proc/driver", "nvidia", "N", "/driver/proc/driver/nvidia", NULL, 0 },
+		{ "/proc/bus", "pci", "N", "/proc/bus/pci", NULL, 0 },
+		{ "/proc", "cmdline", "V", "/proc/cmdline", NULL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		const char *root = m[i].root[0] == 'V' ? view : node;
+
+		/* The staged tree has no view-only entries (iommu_groups, vfio, cmdline). */
+		snprintf(p, sizeof(p), "%s%s", root, m[i].src);
+		if (access(p, F_OK) < 0)
+			continue;
+		if (m[i].name) {
+			if ((r = graft(m[i].dir, m[i].name, p)) < 0)
+				return ctl_fail(call, r, "%s/%s from %s: %s", m[i].dir, m[i].name, p,
+						strerror(-r));
+		} else if ((r = graft_all(call, m[i].dir, p, m[i].pattern,
+					  m[i].gpus && filter ? minors : NULL)) < 0)
+			return r;
+	}
+	(void)doc;
+	execvp(call->argv[1], call->argv + 1);
+	return ctl_fail(call, -errno, "%s: %s", call->argv[1], strerror(errno));
+}

@@ -1,0 +1,185 @@
+/* The model from the staged tree (R/sys, as pcibus publishes it): every
+ * function of bus/pci/devices with its ids and staged driver, every staged
+ * driver plus vfio-pci, VF slots for ConnectX PFs; a re-read keeps the
+ * running node's bindings (SIGHUP after a new generation); and the binding
+ * file the mock NVML reads. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "workers/pcibus/pcifs/pcifs.h"
+
+static unsigned long read_hex(const char *sys, const char *devpath, const char *attr)
+{
+	char path[PATH_MAX * 2], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", sys, devpath, attr);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return strtoul(buf, NULL, 0);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int load_fn(struct pcifs_model *m, const char *sys, const char *bdf)
+{
+	char path[PATH_MAX * 2], target[512];
+	struct pcifs_fn f;
+	ssize_t k;
+
+	memset(&f, 0, sizeof(f));
+	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sys, bdf);
+	if ((k = readlink(path, target, sizeof(target) - 1)) < 0)
+		return -errno;
+	target[k] = '\0';
+	if (strncmp(target, "../../../devices/", 17) || strstr(target + 17, "..") ||
+	    strlen(bdf) >= sizeof(f.bdf) || strlen(target + 9) >= sizeof(f.devpath))
+		return -EINVAL;
+	snprintf(f.bdf, sizeof(f.bdf), "%s", bdf);
+	snprintf(f.devpath, sizeof(f.devpath), "%s", target + 9);
+	snprintf(f.backing, sizeof(f.backing), "%s", f.devpath);
+	f.vendor = (uint16_t)read_hex(sys, f.devpath, "vendor");
+	f.device = (uint16_t)read_hex(sys, f.devpath, "device");
+	f.subvendor = (uint16_t)read_hex(sys, f.devpath, "subsystem_vendor");
+	f.subdevice = (uint16_t)read_hex(sys, f.devpath, "subsystem_device");
+	f.class_code = (uint32_t)read_hex(sys, f.devpath, "class");
+	f.bridge = f.class_code >> 8 == 0x0604;
+	f.present = true;
+	f.driver = -1;
+	snprintf(path, sizeof(path), "%s/%s/driver", sys, f.devpath);
+	if ((k = readlink(path, target, sizeof(target) - 1)) > 0) {
+		target[k] = '\0';
+		snprintf(f.home, sizeof(f.home), "%s", strrchr(target, '/') ? strrchr(target, '/') + 1
+									: target);
+		f.driver = pcifs_driver_get(m, f.home);
+	}
+	return pcifs_model_add(m, &f);
+}
+
+static void load_drivers(struct pcifs_model *m, const char *sys)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/bus/pci/drivers", sys);
+	if ((d = opendir(path))) {
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				pcifs_driver_get(m, e->d_name);
+		closedir(d);
+	}
+	pcifs_driver_get(m, "vfio-pci");
+}
+
+int pcifs_load(struct pcifs_model *m, const char *sys, bool iommu)
+{
+	char path[PATH_MAX], *names[PCIFS_MAX_FNS];
+	struct dirent *e;
+	int n = 0, r = 0, nphys;
+	DIR *d;
+
+	memset(m, 0, sizeof(*m));
+	m->iommu = iommu;
+	load_drivers(m, sys);
+	snprintf(path, sizeof(path), "%s/bus/pci/devices", sys);
+	if (!(d = opendir(path)))
+		return -errno;
+	while ((e = readdir(d)) && n < PCIFS_MAX_FNS)
+		if (e->d_name[0] != '.' && !(names[n++] = strdup(e->d_name)))
+			n--;
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), by_name);
+	for (int i = 0; i < n; i++) {
+		int k = load_fn(m, sys, names[i]);
+
+		if (k < 0 && !r)
+			r = k;
+		free(names[i]);
+	}
+	/* ConnectX PFs (network or InfiniBand class) get their VF slots. */
+	nphys = m->nfns;
+	for (int i = 0; i < nphys; i++)
+		if (m->fns[i].vendor == 0x15b3 && m->fns[i].class_code >> 16 == 0x02 &&
+		    !m->fns[i].bridge)
+			pcifs_model_add_vfs(m, i, PCIFS_MLX5_TOTALVFS);
+	pcifs_model_groups(m);
+	return r;
+}
+
+void pcifs_carry(struct pcifs_model *to, const struct pcifs_model *from)
+{
+	for (int d = 0; d < from->ndrv; d++) {
+		int k = pcifs_driver_get(to, from->drv[d].name);
+
+		if (k >= 0) {
+			to->drv[k].nids = from->drv[d].nids;
+			memcpy(to->drv[k].ids, from->drv[d].ids, sizeof(to->drv[k].ids));
+		}
+	}
+	for (int i = 0; i < to->nfns; i++) {
+		struct pcifs_fn *t = &to->fns[i];
+		int j = pcifs_find(from, t->bdf);
+		const struct pcifs_fn *f = j >= 0 ? &from->fns[j] : NULL;
+
+		if (!f)
+			continue;
+		t->present = f->present;
+		t->driver = f->driver >= 0 ? pcifs_driver_get(to, from->drv[f->driver].name) : -1;
+		t->override = f->override ? strdup(f->override) : NULL;
+		t->numvfs = f->numvfs <= t->totalvfs ? f->numvfs : 0;
+		t->resets = f->resets;
+	}
+	/* What the re-read tree cannot hold any more goes back to a consistent state. */
+	for (int i = 0; i < to->nfns; i++) {
+		struct pcifs_fn *t = &to->fns[i];
+
+		if (t->pf >= 0 && t->present && i - to->fns[t->pf].vf0 >= to->fns[t->pf].numvfs) {
+			t->present = false;
+			t->driver = -1;
+		}
+	}
+}
+
+/* "<bdf> <driver>|-|removed" per function; the NVML shim hides a GPU
+ * whose line names anything but nvidia.  Replaced by rename. */
+int pcifs_state_write(const struct pcifs_model *m, const char *path)
+{
+	char tmp[PATH_MAX + 16];
+	FILE *f;
+	int r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (!(f = fopen(tmp, "we")))
+		return -errno;
+	fprintf(f, "# mokka-pcifs: PCI functions and their drivers (- unbound)\n");
+	for (int i = 0; i < m->nfns; i++) {
+		const struct pcifs_fn *fn = &m->fns[i];
+
+		if (fn->pf >= 0 && !fn->present)
+			continue;
+		fprintf(f, "%s %s\n", fn->bdf, !fn->present ? "removed"
+					       : fn->driver < 0 ? "-" : m->drv[fn->driver].name);
+	}
+	if (fflush(f) || fsync(fileno(f)) < 0)
+		r = -errno;
+	if (fclose(f) && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	return r;
+}

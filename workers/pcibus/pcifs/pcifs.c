@@ -1,0 +1,344 @@
+/* mokka-pcifs: serves the simulated PCI bus at R/run/pcifs over FUSE so
+ * that a write to bind, unbind, driver_override, drivers_probe, new_id,
+ * remove, rescan, reset or sriov_numvfs takes effect before it returns
+ * and fails with the kernel's errno, for any process in any language (no
+ * LD_PRELOAD: the kernel routes the syscalls here).  Single-threaded: one
+ * request at a time is the model's lock.  No caching (timeouts 0): the
+ * next lookup after a write sees its effect.  A stale mount a killed
+ * instance left is detached first; SIGTERM unmounts; SIGHUP re-reads the
+ * config and the staged tree, keeping the bindings. */
+#define FUSE_USE_VERSION 31
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ipc/log.h"
+#include "workers/pcibus/pcifs/pcifs.h"
+
+static struct pcifs_model model, spare;
+static struct view V = { .m = &model };
+static char conf_path[PATH_MAX], state_path[PATH_MAX], mount_dir[PATH_MAX];
+static char config_path[PATH_MAX], overrides_path[PATH_MAX];
+static unsigned saved_gen = ~0u;
+static volatile sig_atomic_t want_reload;
+
+static bool busy(const struct pcifs_model *m, int fn)
+{
+	return pcifs_profile_busy(config_path, overrides_path, m->fns[fn].bdf);
+}
+
+/* IOMMU=on|off in the config wins over the profile's pcie_topology.iommu. */
+static bool read_iommu(void)
+{
+	char line[128];
+	bool on = pcifs_profile_iommu(config_path);
+	FILE *f = fopen(conf_path, "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "IOMMU=", 6))
+			on = strncmp(line + 6, "off", 3) != 0;
+	if (f)
+		fclose(f);
+	return on;
+}
+
+static void persist(void)
+{
+	int r;
+
+	if (model.gen == saved_gen)
+		return;
+	if ((r = pcifs_state_write(&model, state_path)) < 0)
+		log_warn("%s: write: %s", state_path, strerror(-r));
+	else
+		saved_gen = model.gen;
+}
+
+static void reload_now(void)
+{
+	int r;
+
+	want_reload = 0;
+	if ((r = pcifs_load(&spare, V.sys, read_iommu())) < 0)
+		log_warn("reload: %s: %s (serving what loaded)", V.sys, strerror(-r));
+	spare.busy = busy;
+	pcifs_carry(&spare, &model);
+	pcifs_model_free(&model);
+	model = spare;
+	memset(&spare, 0, sizeof(spare));
+	model.gen++;
+	persist();
+	log_info("reloaded: %d functions, IOMMU %s", model.nfns, model.iommu ? "on" : "off");
+}
+
+static int resolve(const char *path, struct view_node *n)
+{
+	if (want_reload)
+		reload_now();
+	return view_resolve(&V, path[0] == '/' ? path + 1 : path, n);
+}
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	static const mode_t types[] = { [V_DIR] = S_IFDIR, [V_LINK] = S_IFLNK, [V_ATTR] = S_IFREG,
+					[V_PASS] = S_IFREG, [V_CHR] = S_IFCHR };
+	struct view_node n;
+	struct stat bs;
+	int r = resolve(path, &n);
+
+	if (r < 0)
+		return r;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = types[n.kind] | n.mode;
+	st->st_nlink = n.kind == V_DIR ? 2 : 1;
+	st->st_rdev = n.rdev;
+	st->st_size = n.kind == V_LINK ? (off_t)strlen(n.path) : n.kind == V_ATTR ? 4096 : 0;
+	if (n.kind == V_PASS && stat(n.path, &bs) == 0)
+		st->st_size = bs.st_size;
+	return 0;
+}
+
+static int op_readlink(const char *path, char *buf, size_t len)
+{
+	struct view_node n;
+	int r = resolve(path, &n);
+
+	if (r < 0)
+		return r;
+	if (n.kind != V_LINK)
+		return -EINVAL;
+	snprintf(buf, len, "%s", n.path);
+	return 0;
+}
+
+struct lister {
+	void *buf;
+	fuse_fill_dir_t filler;
+};
+
+static int fill(void *ctx, const char *name, const struct view_node *n)
+{
+	struct lister *l = ctx;
+
+	return l->filler(l->buf, name, NULL, 0, 0) ? -ENOMEM : 0;
+}
+
+static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	struct lister l = { buf, filler };
+	struct view_node n;
+	const char *p = path[0] == '/' ? path + 1 : path;
+	int r = resolve(path, &n);
+
+	if (r < 0)
+		return r;
+	if (n.kind != V_DIR)
+		return -ENOTDIR;
+	filler(buf, ".", NULL, 0, 0);
+	filler(buf, "..", NULL, 0, 0);
+	return view_list(&V, p, &n, fill, &l);
+}
+
+static int op_open(const char *path, struct fuse_file_info *fi)
+{
+	struct view_node n;
+	int acc = fi->flags & O_ACCMODE, r = resolve(path, &n), fd;
+
+	if (r < 0)
+		return r;
+	fi->direct_io = 1;
+	fi->fh = 0;
+	if ((acc != O_WRONLY && !(n.mode & 0444)) || (acc != O_RDONLY && !(n.mode & 0222)))
+		return -EACCES;
+	if (n.kind == V_PASS) {
+		if (acc != O_RDONLY)
+			return -EACCES;	/* the staged files are pcibus's */
+		if ((fd = open(n.path, O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
+		fi->fh = (uint64_t)fd + 1;
+	} else if (n.kind != V_ATTR)
+		return -EACCES;
+	return 0;
+}
+
+static int op_read(const char *path, char *buf, size_t len, off_t off, struct fuse_file_info *fi)
+{
+	char tmp[8192];
+	struct view_node n;
+	ssize_t k;
+	int r;
+
+	if (fi->fh) {
+		k = pread((int)fi->fh - 1, buf, len, off);
+		return k < 0 ? -errno : (int)k;
+	}
+	if ((r = resolve(path, &n)) < 0)
+		return r;
+	if ((k = view_read_attr(&V, &n, tmp, sizeof(tmp))) < 0)
+		return (int)k;
+	if ((size_t)k > sizeof(tmp))
+		k = sizeof(tmp);
+	if (off >= k)
+		return 0;
+	if (len > (size_t)(k - off))
+		len = (size_t)(k - off);
+	memcpy(buf, tmp + off, len);
+	return (int)len;
+}
+
+/* One write(2), one store: as sysfs, each call is applied whole. */
+static int op_write(const char *path, const char *buf, size_t len, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct view_node n;
+	ssize_t k;
+	int r = resolve(path, &n);
+
+	if (r < 0)
+		return r;
+	if (len > 4096)
+		return -E2BIG;
+	k = view_write_attr(&V, &n, buf, len);
+	persist();
+	return (int)k;
+}
+
+static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct view_node n;
+	int r = resolve(path, &n);
+
+	if (r < 0)
+		return r;
+	return n.kind == V_ATTR && (n.mode & 0222) ? 0 : -EACCES;
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+	if (fi->fh)
+		close((int)fi->fh - 1);
+	return 0;
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	cfg->entry_timeout = cfg->attr_timeout = cfg->negative_timeout = 0;
+	cfg->direct_io = 1;
+	return NULL;
+}
+
+static const struct fuse_operations ops = {
+	.getattr = op_getattr, .readlink = op_readlink, .readdir = op_readdir,
+	.open = op_open, .read = op_read, .write = op_write, .truncate = op_truncate,
+	.release = op_release, .init = op_init,
+};
+
+static void on_hup(int sig)
+{
+	want_reload = 1;
+}
+
+static const char usage[] =
+	"Usage: %s --mock-root R [--host-root DIR] [--mount DIR]\n"
+	"Serves the staged PCI tree of R with the kernel's write semantics at\n"
+	"<host-root>R" PCIFS_MOUNT " (FUSE); bindings go to R" PCIFS_STATE ".\n"
+	"IOMMU=on|off in R" PCIFS_CONF "; SIGHUP re-reads it and the tree.\n";
+
+static int parse_args(int argc, char **argv)
+{
+	const char *host = "", *mock = NULL, *mnt = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--host-root") && i + 1 < argc)
+			host = strcmp(argv[++i], "/") ? argv[i] : "";
+		else if (!strcmp(argv[i], "--mock-root") && i + 1 < argc)
+			mock = argv[++i];
+		else if (!strcmp(argv[i], "--mount") && i + 1 < argc)
+			mnt = argv[++i];
+		else if (!strcmp(argv[i], "--version")) {
+			printf("mokka-pcifs %s\n", MOKKA_VERSION);
+			return 0;
+		} else {
+			fprintf(stderr, usage, argv[0]);
+			return strcmp(argv[i], "--help") ? 2 : 0;
+		}
+	}
+	if (!mock || mock[0] != '/' || strstr(mock, "..")) {
+		fprintf(stderr, usage, argv[0]);
+		return 2;
+	}
+	snprintf(V.sys, sizeof(V.sys), "%s%s/sys", host, mock);
+	snprintf(V.ibsys, sizeof(V.ibsys), "%s%s/ib/sys", host, mock);
+	snprintf(conf_path, sizeof(conf_path), "%s%s" PCIFS_CONF, host, mock);
+	snprintf(state_path, sizeof(state_path), "%s%s" PCIFS_STATE, host, mock);
+	snprintf(config_path, sizeof(config_path), "%s%s" PCIFS_ENGINE_CONFIG, host, mock);
+	snprintf(overrides_path, sizeof(overrides_path), "%s%s" PCIFS_OVERRIDES, host, mock);
+	if (mnt)
+		snprintf(mount_dir, sizeof(mount_dir), "%s", mnt);
+	else
+		snprintf(mount_dir, sizeof(mount_dir), "%s%s" PCIFS_MOUNT, host, mock);
+	return -1;
+}
+
+static void read_cmdline(void)
+{
+	FILE *f = fopen("/proc/cmdline", "re");
+
+	if (f && fgets(V.cmdline, sizeof(V.cmdline), f))
+		V.cmdline[strcspn(V.cmdline, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	char *fargv[] = { argv[0], "-o", "allow_other,auto_unmount,fsname=mokka-pcifs,subtype=pcifs", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+	struct fuse *f;
+	int r;
+
+	log_setup("mokka-pcifs", LOG_LVL_INFO, LOG_FMT_TEXT);
+	if ((r = parse_args(argc, argv)) >= 0)
+		return r;
+	/* The supervisor's SIGKILL on its death would leave the mount; a
+	 * SIGTERM unmounts (auto_unmount's helper covers a SIGKILL anyway). */
+	if (getppid() != 1)
+		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	read_cmdline();
+	if ((r = pcifs_load(&model, V.sys, read_iommu())) < 0)
+		log_warn("%s: %s (serving what loaded)", V.sys, strerror(-r));
+	model.busy = busy;
+	persist();
+	pcifs_stale_unmount(mount_dir);
+	if (mkdir(mount_dir, 0755) < 0 && errno != EEXIST) {
+		log_error("%s: mkdir: %s", mount_dir, strerror(errno));
+		return 1;
+	}
+	if (!(f = fuse_new(&args, &ops, sizeof(ops), NULL)) || fuse_mount(f, mount_dir) < 0) {
+		log_error("%s: cannot mount (needs /dev/fuse and CAP_SYS_ADMIN)", mount_dir);
+		return 1;
+	}
+	fuse_set_signal_handlers(fuse_get_session(f));
+	signal(SIGHUP, on_hup);
+	log_info("serving %d PCI functions at %s (IOMMU %s)", model.nfns, mount_dir,
+		 model.iommu ? "on" : "off");
+	r = fuse_loop(f);
+	fuse_remove_signal_handlers(fuse_get_session(f));
+	fuse_unmount(f);
+	fuse_destroy(f);
+	pcifs_model_free(&model);
+	/* The binding file is only true while we serve. */
+	if (unlink(state_path) < 0 && errno != ENOENT)
+		log_warn("%s: unlink: %s", state_path, strerror(errno));
+	log_info("unmounted %s", mount_dir);
+	return r ? 1 : 0;
+}

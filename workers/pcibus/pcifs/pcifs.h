@@ -1,0 +1,33 @@
+/* mokka-pcifs: the PCI bus served over FUSE with the kernel's write
+ * semantics (model.h, view.h).  The loader and the binding file. */
+#ifndef MOKKA_WORKERS_PCIBUS_PCIFS_PCIFS_H
+#define MOKKA_WORKERS_PCIBUS_PCIFS_PCIFS_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "workers/pcibus/pcifs/model.h"
+#include "workers/pcibus/pcifs/view.h"
+
+/* Where things are, below the mock root R (host paths get the host root
+ * in front). */
+#define PCIFS_MOUNT "/run/pcifs"		/* the view's mount point */
+#define PCIFS_CONF "/run/pcifs.conf"		/* IOMMU=on|off; re-read on SIGHUP */
+#define PCIFS_STATE "/driver/config/pci-drivers"	/* beside the engine config */
+#define PCIFS_ENGINE_CONFIG "/driver/config/config.yaml"
+#define PCIFS_OVERRIDES "/driver/config/overrides.yaml"
+
+/* sys: "<host root><R>/sys".  0, or the first -errno (what loaded stays). */
+int pcifs_load(struct pcifs_model *m, const char *sys, bool iommu);
+/* Bindings, overrides, removals, VFs and dynamic ids of from, onto a
+ * freshly loaded to. */
+void pcifs_carry(struct pcifs_model *to, const struct pcifs_model *from);
+int pcifs_state_write(const struct pcifs_model *m, const char *path);
+
+/* From the engine config (the profile) and the overrides (profile.c). */
+int pcifs_profile_iommu(const char *config);
+bool pcifs_profile_busy(const char *config, const char *overrides, const char *bdf);
+/* Detach whatever is mounted at dir (a killed instance's mount). */
+int pcifs_stale_unmount(const char *dir);
+
+#endif

@@ -1,0 +1,59 @@
+/* mokka-pcifs's view: the paths it serves, below its mount point,
+ *
+ *   sys/bus/pci/{devices,drivers/<drv>/{bind,unbind,new_id,remove_id},
+ *               drivers_probe,rescan}
+ *   sys/devices/...          the staged tree, with each function's driver,
+ *                            driver_override, remove, reset, iommu_group,
+ *                            sriov_*, virtfnN/physfn; VFs; removed ones gone
+ *   sys/kernel/iommu_groups/<n>/devices/<bdf>
+ *   sys/module/<drv>         for drivers the staged tree has no module of
+ *   dev/vfio/{vfio,<group>}  char nodes (a group's once vfio-pci holds it)
+ *   proc/cmdline             the host's, plus the IOMMU parameters
+ *
+ * resolved against the model (model.h) and the staged files (R/sys). */
+#ifndef MOKKA_WORKERS_PCIBUS_PCIFS_VIEW_H
+#define MOKKA_WORKERS_PCIBUS_PCIFS_VIEW_H
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "workers/pcibus/pcifs/model.h"
+
+enum view_kind { V_DIR, V_LINK, V_ATTR, V_PASS, V_CHR };
+
+enum view_attr {
+	A_NONE, A_BIND, A_UNBIND, A_NEW_ID, A_REMOVE_ID, A_UEVENT, A_DRIVERS_PROBE,
+	A_AUTOPROBE, A_RESCAN, A_OVERRIDE, A_REMOVE, A_RESET, A_TOTALVFS, A_NUMVFS,
+	A_CMDLINE, A_VF_DEVICE, A_VF_CONFIG, A_GROUP_TYPE, A_RESERVED,
+};
+
+struct view {
+	struct pcifs_model *m;
+	char sys[PATH_MAX];		/* the staged tree: <host root><R>/sys */
+	char ibsys[PATH_MAX];		/* ib's tree (<R>/ib/sys): HCAs' infiniband* dirs */
+	char cmdline[1024];		/* the host's /proc/cmdline, no newline */
+};
+
+struct view_node {
+	enum view_kind kind;
+	mode_t mode;			/* permission bits */
+	int attr;			/* V_ATTR: enum view_attr */
+	int fn, drv;			/* the function / driver it is about, or -1 */
+	dev_t rdev;			/* V_CHR */
+	char path[PATH_MAX];		/* V_PASS: the staged file; V_LINK: the target */
+};
+
+/* path is relative to the mount point, no leading '/' ("" = the root). */
+int view_resolve(const struct view *v, const char *path, struct view_node *n);
+
+typedef int (*view_fill)(void *ctx, const char *name, const struct view_node *n);
+/* The entries of directory path (resolved to dir); 0 or -errno. */
+int view_list(const struct view *v, const char *path, const struct view_node *dir,
+	      view_fill fill, void *ctx);
+
+/* V_ATTR content into buf (at most len); its length or -errno. */
+ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *buf, size_t len);
+/* A write to a V_ATTR: len or -errno (the model's). */
+ssize_t view_write_attr(struct view *v, const struct view_node *n, const char *buf, size_t len);
+
+#endif
