@@ -7,7 +7,9 @@
  *   for the new state, so entries of departing GPUs go before their nodes.
  *   (In Stage this changed the specs of a pass that then failed.)
  * Apply: toolkit and containerd setup (setup.c), both specs, then one
- *   restart of containerd when its configuration bytes changed.
+ *   restart of containerd when its configuration bytes changed, and once
+ *   when the node pod starts; a containerd that does not come back makes
+ *   cri not ready until it runs again (podstart.c).
  * Revoke: the drop-in goes and a restart is queued; the manifest removes
  *   the specs (and a config.toml we created).  The imports entry stays. */
 #include <errno.h>
@@ -29,6 +31,9 @@ static struct {
 	bool setup_ok;
 	char reason[256];
 	bool restart_pending;
+	bool down;			/* containerd did not come back (podstart.c) */
+	bool refused;			/* ... because systemctl refused the restart */
+	char down_reason[768];
 } cri;
 
 static void test_delay(void)
@@ -91,27 +96,33 @@ static void remember_for_revoke(struct sim_ctx *ctx, const struct state *s)
 
 static void restart(struct sim_ctx *ctx, const struct state *s)
 {
+	const char *unit = s->cri.systemd_unit;
 	char why[512];
 
 	if (!cri.restart_pending)
 		return;
 	if (strcmp(s->cri.restart, "systemd") != 0) {
-		log_warn("cri: containerd's configuration changed: restart pending "
-			 "(--container-runtime-restart %s); restart %s to load it",
-			 s->cri.restart, s->cri.systemd_unit);
+		log_warn("cri: containerd's configuration changed or the node pod started: restart "
+			 "pending (--container-runtime-restart %s); restart %s to load it",
+			 s->cri.restart, unit);
 		cri.restart_pending = false;
+		cri_pod_restart_done(&ctx->host, s->mock_root);
 		return;
 	}
-	if (cri_restart_unit(&ctx->host, s->cri.systemd_unit, false, why, sizeof(why)) < 0) {
-		/* kept pending: the next Apply tries again */
-		cri.setup_ok = false;
-		snprintf(cri.reason, sizeof(cri.reason), "restart %s failed: %s",
-			 s->cri.systemd_unit, why);
-		log_error("cri: %s", cri.reason);
+	/* kept pending on failure: the next Apply tries again */
+	cri.refused = cri_restart_unit(&ctx->host, unit, false, why, sizeof(why)) < 0;
+	if (cri.refused || cri_wait_comeback(&ctx->host, unit, why, sizeof(why)) < 0) {
+		cri.down = true;
+		snprintf(cri.down_reason, sizeof(cri.down_reason), "%s did not come back after its "
+			 "restart: %s (journalctl -u %s on the node says why; no container starts "
+			 "until it runs again)", unit, why, unit);
+		log_error("cri: %s", cri.down_reason);
 		return;
 	}
-	log_info("cri: restarted %s: it loads the nvidia handler and CDI", s->cri.systemd_unit);
+	log_info("cri: restarted %s: it loads the nvidia handler and CDI", unit);
 	cri.restart_pending = false;
+	cri.down = false;
+	cri_pod_restart_done(&ctx->host, s->mock_root);
 }
 
 static int cri_apply(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
@@ -133,6 +144,11 @@ static int cri_apply(struct sim_ctx *ctx, const struct state *s, struct sim_erro
 	if (res.installed)
 		remember_for_revoke(ctx, s);
 	cri.restart_pending |= res.changed;
+	/* once per node pod, even with the file unchanged (podstart.c) */
+	if (res.installed && !cri.restart_pending && cri_pod_first_apply(&ctx->host, s->mock_root)) {
+		log_info("cri: the node pod started: restarting %s once", s->cri.systemd_unit);
+		cri.restart_pending = true;
+	}
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
 		char *text = NULL;
 		size_t len = 0;
@@ -166,6 +182,7 @@ static int cri_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 	size_t len = 0, mlen = 0;
 	int r;
 
+	cri_pod_forget(&ctx->host, ctx->host.mock_root);
 	snprintf(path, sizeof(path), "%s" REVOKE_FILE, ctx->host.mock_root);
 	if (cri_read(&ctx->host, path, &text, &len) < 0)
 		return 0;	/* Apply never set containerd up */
@@ -196,6 +213,21 @@ static int cri_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 
 static bool cri_ready(struct sim_ctx *ctx, const struct state *s, char *reason, size_t len)
 {
+	char why[512];
+
+	if (cri.down && !cri.refused &&
+	    cri_unit_active(&ctx->host, s->cri.systemd_unit, why, sizeof(why)) == 0) {
+		/* restarted after our file was written: it runs with it (after a
+		 * refused restart an active unit may be the old instance) */
+		log_info("cri: %s runs again", s->cri.systemd_unit);
+		cri.down = false;
+		cri.restart_pending = false;
+		cri_pod_restart_done(&ctx->host, s->mock_root);
+	}
+	if (cri.down) {
+		snprintf(reason, len, "%s", cri.down_reason);
+		return false;
+	}
 	if (cri.setup_ok) {
 		reason[0] = '\0';
 		return true;

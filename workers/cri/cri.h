@@ -10,6 +10,7 @@
  *   setup.c       the stand-aside rules, writing the containerd files
  *   ctk.c         nvidia-ctk runtime configure, when our toolkit brings it
  *   restart.c     systemctl restart through the host root
+ *   podstart.c    restart once per node pod; did containerd come back
  *   resolve.c     symlinks resolved inside the host root (/var/run -> /run)
  *   cri.c         the simulator table: Stage, Apply, Revoke, readiness */
 #ifndef MOKKA_WORKERS_CRI_CRI_H
@@ -127,6 +128,19 @@ int cri_restart_unit(const struct host *h, const char *unit, bool no_block, char
  * waits at most timeout_ms.  Returns the exit status (0..255) or -errno. */
 int cri_run_in_root(const struct host *h, char *const argv[], const char *const env[],
 		    int timeout_ms, char *why, size_t whylen);
+
+/* podstart.c: is this the first Apply of this node pod (supervisor)
+ * whose restart is not yet done?  Record it done. */
+bool cri_pod_first_apply(const struct host *h, const char *mock_root);
+void cri_pod_restart_done(const struct host *h, const char *mock_root);
+/* Revoke: the record goes with the pod (a killed pod's stays; the next
+ * pod has another identity anyway). */
+void cri_pod_forget(const struct host *h, const char *mock_root);
+/* systemctl is-active unit through the root: 0 active, -EIO (why says the
+ * state), -ENOENT without systemctl.  cri_wait_comeback polls it a few
+ * seconds after a restart. */
+int cri_unit_active(const struct host *h, const char *unit, char *why, size_t whylen);
+int cri_wait_comeback(const struct host *h, const char *unit, char *why, size_t whylen);
 
 /* Read a whole file under the root (host path); *out NUL-terminated.
  * -ENOENT when absent. */
