@@ -31,3 +31,7 @@ sh "$(dirname "$0")/fetch-consumers.sh"
 
 # The older-glibc (Debian 11) root the glibc 2.17 test runs nvidia-smi in.
 sh "$(dirname "$0")/make-old-root.sh"
+
+# NVIDIA's Go programs (Container Toolkit, device plugin, helm) from the Go
+# module proxy and nvidia-ml-py from PyPI, pinned in tests/go/versions.env.
+bash "$(dirname "$0")/install-nvidia-stack.sh"

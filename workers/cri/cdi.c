@@ -102,7 +102,10 @@ static void gpu_node(const struct host *h, const struct state *s, struct edits *
 	add_node(h, e, ctr, host);
 }
 
-static const char *const control_nodes[] = { "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools" };
+/* The common nodes nvidia-ctk's generated specs carry too (nvidia_cdi.sh). */
+static const char *const control_nodes[] = {
+	"nvidiactl", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools",
+};
 
 static void control(const struct host *h, const struct state *s, struct edits *e)
 {

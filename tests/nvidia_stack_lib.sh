@@ -1,0 +1,36 @@
+# Shared helpers for the NVIDIA Go stack tests (tests/integration/nvidia_*.sh),
+# sourced after tests/lib.sh.  NVIDIA's programs are built once, at the
+# versions pinned in tests/go/versions.env, by scripts/install-deps.sh into
+# $MOKKA_GO_CACHE/bin; our own Go harnesses (tests/go) are built here from
+# the same module and build caches, offline (GOPROXY=off: install-deps has
+# downloaded every module), which takes a second or two once cached.
+. "$S/tests/go/versions.env"
+
+: "${MOKKA_GO_CACHE:=/var/cache/mokka/go}"
+export GOMODCACHE=$MOKKA_GO_CACHE/mod GOCACHE=$MOKKA_GO_CACHE/build GOPROXY=off
+export GOFLAGS="-buildvcs=false -mod=readonly" GOTOOLCHAIN=local
+export CGO_CFLAGS="-O2 -Wno-deprecated-declarations"
+NVBIN=$MOKKA_GO_CACHE/bin
+
+# nv_go: the Go toolchain (Go >= 1.22; install-deps says where it comes from).
+nv_go() {
+	local g
+	for g in "${MOKKA_GO:-}" /usr/local/go/bin/go "$(command -v go 2>/dev/null)"; do
+		[ -n "$g" ] && [ -x "$g" ] && { echo "$g"; return 0; }
+	done
+	return 1
+}
+
+# nv_build PKG OUT: build tests/go/PKG (a harness of ours) into OUT.
+nv_build() {
+	local go
+	go=$(nv_go) || die "no Go toolchain (scripts/install-deps.sh)"
+	(cd "$S/tests/go" && nice -n 10 "$go" build -o "$2" "./$1") > "$T/gobuild.$1.log" 2>&1 ||
+		{ sed 's/^/# /' "$T/gobuild.$1.log" | tail -20; die "go build ./tests/go/$1 failed"; }
+}
+
+# nv_need NAME: NVIDIA's program NAME as install-deps built it.
+nv_need() {
+	[ -x "$NVBIN/$1" ] || die "$NVBIN/$1 missing (scripts/install-deps.sh builds it)"
+	echo "$NVBIN/$1"
+}
