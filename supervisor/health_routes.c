@@ -174,6 +174,27 @@ static int route_readyz(const struct node_status *st, FILE *f)
 	return code;
 }
 
+/* The NRI staging gate (staging_gate.c): 200 once a pass published the
+ * driver tree and no pass is staging now. */
+static int route_stagedz(const struct node_status *st, FILE *f)
+{
+	if (st->shutting_down) {
+		fputs("shutting down\n", f);
+		return 503;
+	}
+	if (st->staging) {
+		fputs("staging\n", f);
+		return 503;
+	}
+	if (!st->staged_generation) {
+		fputs("nothing staged yet\n", f);
+		return 503;
+	}
+	fprintf(f, "staged: generation %llu%s\n", (unsigned long long)st->staged_generation,
+		st->last_stage_ok ? "" : " (the latest pass failed; its tree stays)");
+	return 200;
+}
+
 static int route_metrics(const struct node_status *st, FILE *f)
 {
 	char *m;
@@ -192,6 +213,7 @@ static const struct route {
 } routes[] = {
 	{ "/healthz", route_healthz, TEXT_PLAIN },
 	{ "/readyz", route_readyz, TEXT_PLAIN },
+	{ "/stagedz", route_stagedz, TEXT_PLAIN },
 	{ "/metrics", route_metrics, PROM_TEXT },
 };
 

@@ -60,6 +60,9 @@ static const struct flag {
 	F("log-format", "FMT", K_FORMAT, AT(log_format), "text|json (default text)"),
 	F("node-name", "NAME", K_STR, CO(node_name), "node name (default $NODE_NAME, else hostname)"),
 	F("simulators", "LIST", K_STR, AT(simulators), "comma-separated subset to run (default: all)"),
+	F("staging-lock-path", "PATH", K_PATH, AT(staging_lock),
+	  "NRI staging lock, host path (default\n"
+	  "                            /run/nvml-mock/nri-staging.lock; empty = none)"),
 	F("mock-root", "PATH", K_SAFE_PATH, AT(mock_root),
 	  "host path of the mock tree (default /var/lib/nvml-mock)"),
 	F("nvidia-smi", "PATH", K_NONEMPTY, CO(nvidia_smi_src),
@@ -239,6 +242,7 @@ static void defaults(struct options *o)
 	o->log_level = LOG_LVL_INFO;
 	o->log_format = LOG_FMT_TEXT;
 	o->mock_root = "/var/lib/nvml-mock";
+	o->staging_lock = "/run/nvml-mock/nri-staging.lock";
 }
 
 /* The flags together: the container runtime's (the drop-in directory must

@@ -151,6 +151,7 @@ static void start_pass(struct supervisor *s)
 	loop_timer_stop(s->loop, &s->retry);
 	s->pass_gen = s->state.generation;
 	s->pass_started_ms = loop_now_ms();
+	staging_gate_begin(s);
 	log_info("reconcile: generation %llu: stage", (unsigned long long)s->pass_gen);
 	/* The first-stagers alone, then everyone else (start_stage). */
 	s->phase = PASS_STAGE_FIRST;
@@ -204,6 +205,7 @@ static void finish_stage(struct supervisor *s)
 static void finish_pass(struct supervisor *s, bool ok)
 {
 	s->status.passes_total++;
+	staging_gate_end(s, ok);
 	schedule_retry(s, !ok);
 	if (!ok) {
 		s->status.passes_failed++;
@@ -507,6 +509,7 @@ void reconcile_teardown(struct supervisor *s)
 	s->shutting_down = true;
 	s->status.shutting_down = true;
 	sd_notify_send("STOPPING=1");
+	staging_gate_begin(s);
 	log_info("teardown: revoke, stop daemons, discard (budget %llu ms)",
 		 (unsigned long long)s->opt.shutdown_ms);
 	/* The teardown's own budget, independent of whatever was cancelled. */

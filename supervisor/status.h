@@ -54,6 +54,9 @@ struct node_status {
 	time_t source_error_time;
 	uint64_t source_errors_total;
 	uint64_t reloads_total;
+	/* The NRI staging gate (staging_gate.c, /stagedz). */
+	bool staging;			/* a pass is between Stage and its end */
+	uint64_t staged_generation;	/* the last pass that published, 0 = none */
 };
 
 #endif

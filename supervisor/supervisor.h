@@ -177,4 +177,9 @@ void reconcile_progress(struct supervisor *s);
 void reconcile_teardown(struct supervisor *s);
 int reconcile_set_state(struct supervisor *s, struct state *st);
 
+/* staging_gate.c: the NRI staging gate (exclusive flock + /stagedz) from
+ * a pass's first Stage to its end, and from a teardown's start on. */
+void staging_gate_begin(struct supervisor *s);
+void staging_gate_end(struct supervisor *s, bool published);
+
 #endif

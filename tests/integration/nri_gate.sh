@@ -1,0 +1,48 @@
+#!/bin/bash
+# The NRI staging gate (issue 18), through the supervisor (gpudriver + cri)
+# into a temp host root: /stagedz is 200 once a pass published the driver
+# tree; while a later pass stages and publishes (held open by cri's test
+# delay) /stagedz says "staging" and the staging lock under the root is
+# held exclusively (flock -s -n fails), released when the pass ends; an
+# empty --staging-lock-path makes no lock file; the lock (only with
+# --nri-plugin) and the directories made for it go at exit.
+. "$(dirname "$0")/../lib.sh"
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+command -v flock > /dev/null || die "flock missing (util-linux)"
+LOCK=$ROOT/run/nvml-mock/nri-staging.lock
+cp "$S/etc/profiles/h100.yaml" "$T/p.yaml"
+
+start_supervisor --simulators gpudriver,cri --container-runtime none --nri-plugin --config "$T/p.yaml"
+wait_for 30 grep -q 'generation 1 published' "$T/sup.log" || die "no first pass"
+check "/stagedz 200 once the tree is published" wait_for 10 is_code /stagedz 200
+check "/stagedz names the generation" grep -qx 'staged: generation 1' "$T/body"
+check "the lock file exists under the root" test -f "$LOCK"
+check "the lock is free between passes (flock -s -n)" flock -s -n "$LOCK" true
+stop_supervisor
+
+# A second pass held open: cri's publish waits MOKKA_TEST_CRI_STAGE_DELAY_MS.
+export MOKKA_TEST_CRI_STAGE_DELAY_MS=3000
+start_supervisor --simulators gpudriver,cri --container-runtime none --nri-plugin --config "$T/p.yaml"
+wait_for 30 grep -q 'generation 1 published' "$T/sup.log" || die "no first pass (delayed)"
+wait_for 10 is_code /stagedz 200 || fail "not staged after the first pass"
+sed 's/^\(\s*driver_version:\).*/\1 "550.999.01"/' "$T/p.yaml" > "$T/p2.yaml"
+mv "$T/p2.yaml" "$T/p.yaml"
+wait_for 20 grep -q 'generation 2: stage' "$T/sup.log" || fail "no second pass"
+check "during the pass: /stagedz 503 staging" sh -c "[ \"\$(curl -s -o '$T/b2' -w '%{http_code}' \
+	http://127.0.0.1:$PORT/stagedz)\" = 503 ] && grep -qx staging '$T/b2'"
+check "during the pass: the lock is held exclusively" sh -c "! flock -s -n '$LOCK' true"
+wait_for 30 grep -q 'generation 2 published' "$T/sup.log" || fail "generation 2 not published"
+check "after it: /stagedz 200, generation 2" \
+	wait_for 10 sh -c "[ \"\$(curl -s http://127.0.0.1:$PORT/stagedz)\" = 'staged: generation 2' ]"
+check "after it: the lock is free" wait_for 5 flock -s -n "$LOCK" true
+stop_supervisor
+check "at exit the lock and its directories went" test ! -e "$ROOT/run/nvml-mock"
+unset MOKKA_TEST_CRI_STAGE_DELAY_MS
+
+rm -f "$LOCK"
+start_supervisor --simulators gpudriver --nri-plugin --staging-lock-path "" --config "$T/p.yaml"
+wait_for 30 grep -q 'generation 1 published' "$T/sup.log" || die "no first pass (no lock)"
+check "--staging-lock-path '': /stagedz still works" wait_for 10 is_code /stagedz 200
+check "--staging-lock-path '': no lock file" test ! -e "$LOCK"
+finish
