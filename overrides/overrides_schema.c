@@ -19,7 +19,8 @@ static const struct ovr_field pci_f[] = {
 static const struct ovr_field pcie_f[] = {
 	I("max_link_gen"), I("current_link_gen"), I("max_link_width"),
 	I("current_link_width"), U("replay_counter"), U("tx_throughput_kbps"),
-	U("rx_throughput_kbps"), U("atomic_caps_inbound"), U("atomic_caps_outbound"), END };
+	U("rx_throughput_kbps"), U("atomic_caps_inbound"), U("atomic_caps_outbound"),
+	I("gpu_max_link_gen"), END };
 static const struct ovr_field power_f[] = {
 	B("management_supported"), S("management_mode"), U("default_limit_mw"),
 	U("enforced_limit_mw"), U("min_limit_mw"), U("max_limit_mw"),

@@ -47,10 +47,11 @@ def want(p, g, path, value):
     if got != value:
         fails.append("%s <%s>: got %r, want %r" % (p, path, got, value))
 ALL6 = "FETCHADD_32 FETCHADD_64 SWAP_32 SWAP_64 CAS_32 CAS_64"
-# h100: the values of the HGX H100 capture (driver 560.35.03).
+# h100: the values of the HGX H100 capture (driver 560.35.03; addressing
+# mode as the 580.105.08 capture of NVIDIA/k8s-test-infra reads it).
 g = gpu("h100")
 for path, value in (
-        ("addressing_mode", "None"), ("gpu_part_number", "2330-885-A1"),
+        ("addressing_mode", "HMM"), ("gpu_part_number", "2330-885-A1"),
         ("board_part_number", "692-2G520-0200-000"),
         ("inforom_bbx_flush/latest_timestamp", "2024/09/26 04:50:04.817"),
         ("inforom_bbx_flush/latest_duration", "92672 us"),
@@ -68,14 +69,17 @@ for path, value in (
 g = gpu("b200")
 want("b200", g, "fabric/state", "Completed")
 want("b200", g, "fabric/status", "Success")
-want("b200", g, "sparse_operation_mode", "Disabled")
+want("b200", g, "gpu_part_number", "2901-886-A1")
+want("b200", g, "pci/atomic_caps_inbound", ALL6)
 # gb300: module power readings (real tray limits: 2900 W default/max, 500 W min).
 g = gpu("gb300")
 for path, value in (("module_power_readings/current_power_limit", "2900.00 W"),
                     ("module_power_readings/default_power_limit", "2900.00 W"),
                     ("module_power_readings/min_power_limit", "500.00 W"),
                     ("module_power_readings/max_power_limit", "2900.00 W"),
-                    ("addressing_mode", "ATS")):
+                    ("addressing_mode", "ATS"), ("pci/atomic_caps_inbound", ALL6),
+                    ("pci/atomic_caps_outbound", "N/A"), ("product_name", "NVIDIA GB300"),
+                    ("bar1_memory_usage/total", "524288 MiB"), ("fb_memory_usage/total", "284208 MiB")):
     want("gb300", g, path, value)
 if (g.findtext("module_power_readings/power_draw") or "N/A").strip() == "N/A":
     fails.append("gb300 <module_power_readings/power_draw> is N/A")
@@ -83,7 +87,7 @@ if (g.findtext("module_power_readings/power_draw") or "N/A").strip() == "N/A":
 # boards keep the Hopper-only elements N/A, as the real ones do.
 for p in ("a100", "l40s", "t4"):
     g = gpu(p)
-    want(p, g, "addressing_mode", "None")
+    want(p, g, "addressing_mode", "HMM")
     want(p, g, "cc_protected_memory_usage/total", "0 MiB")
     want(p, g, "sparse_operation_mode", "N/A")
     want(p, g, "inforom_bbx_flush/latest_timestamp", "N/A")
