@@ -94,6 +94,25 @@ int ds_save(struct ds_store *st, const char *uuid, const struct ds_gpu *g);
 /* Remove every GPU document (mokka-ctl reset); bumps the counter. */
 int ds_clear(struct ds_store *st);
 
+/* The MIG device UUID of compute instance ci of GPU instance gi on the GPU
+ * parent_uuid, created as number serial: "MIG-xxxxxxxx-xxxx-5xxx-yxxx-
+ * xxxxxxxxxxxx", the same in every process (the mock NVML, gpudriver's CDI
+ * entries) and new for each creation. */
+void ds_mig_uuid(const char *parent_uuid, unsigned gi, unsigned ci, uint32_t serial,
+		 char *out, size_t size);
+/* The nvidia-caps minors the driver gives MIG access (mig-minors):
+ * config 1, monitor 2, then 9 per GPU instance (its own, then 8 compute
+ * instances) for 15 GPU instances of each of 32 GPUs. */
+#define DS_CAPS_GPUS 32
+static inline unsigned ds_gi_minor(unsigned gpu, unsigned gi)
+{
+	return 3 + (gpu * DS_MAX_GI + gi) * (1 + DS_MAX_CI);
+}
+static inline unsigned ds_ci_minor(unsigned gpu, unsigned gi, unsigned ci)
+{
+	return ds_gi_minor(gpu, gi) + 1 + ci;
+}
+
 /* Helpers over one GPU's instances. */
 struct ds_gi *ds_gi_find(struct ds_gpu *g, unsigned id);
 int ds_gi_add(struct ds_gpu *g, const struct ds_gi *gi);	/* -EEXIST, -ENOSPC */

@@ -331,3 +331,29 @@ void ds_ci_remove(struct ds_gi *gi, unsigned id)
 	memmove(ci, ci + 1, (gi->nci - at - 1) * sizeof(*ci));
 	gi->nci--;
 }
+
+/* ---- MIG device UUIDs -------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+void ds_mig_uuid(const char *parent_uuid, unsigned gi, unsigned ci, uint32_t serial,
+		 char *out, size_t size)
+{
+	uint64_t h = 1469598103934665603ull, a, b;
+
+	for (const char *s = parent_uuid; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	a = mix(h ^ ((uint64_t)gi << 40) ^ ((uint64_t)ci << 32) ^ serial);
+	b = mix(a ^ 0x4d49472dull);
+	/* shaped like the driver's (RFC 4122 version 5, variant 1) */
+	snprintf(out, size, "MIG-%08x-%04x-5%03x-%04x-%012llx", (unsigned)(a >> 32),
+		 (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xfff,
+		 (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
+		 (unsigned long long)(b & 0xffffffffffffull));
+}

@@ -81,28 +81,10 @@ uint64_t eng_gi_mem_mib(const struct mdev *d, const struct ds_gi *gi)
 	return p ? p->mem_mib : 0;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 void engine_mig_uuid(const struct mdev *parent, unsigned gi, unsigned ci, uint32_t serial,
 		     char *out, size_t size)
 {
-	uint64_t h = 1469598103934665603ull, a, b;
-
-	for (const char *s = parent->uuid; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	a = mix(h ^ ((uint64_t)gi << 40) ^ ((uint64_t)ci << 32) ^ serial);
-	b = mix(a ^ 0x4d49472dull);
-	/* an RFC 4122 version-5-shaped id, like the driver's */
-	snprintf(out, size, "MIG-%08x-%04x-5%03x-%04x-%012llx", (unsigned)(a >> 32),
-		 (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xfff,
-		 (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
-		 (unsigned long long)(b & 0xffffffffffffull));
+	ds_mig_uuid(parent->uuid, gi, ci, serial, out, size);
 }
 
 static int put(struct yl_node *t, const char *path, const char *text)

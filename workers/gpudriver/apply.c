@@ -18,6 +18,7 @@
 
 #include "ipc/log.h"
 #include "workers/gpudriver/gpudriver.h"
+#include "workers/gpudriver/mig.h"
 #include "workers/manifest.h"
 
 /* Once refused, stay with the symlink for this process's lifetime: no
@@ -210,6 +211,8 @@ int gd_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 	struct where w;
 	int r;
 
+	if ((r = gd_mig_revoke(ctx)) < 0)
+		sim_error(errs, GD_MIG_CDI_SPEC, "unlink: %s", strerror(-r));
 	if ((r = locate(&ctx->host, ctx->host.mock_root, &w)) < 0)
 		return r;
 	/* Stacked binds (an Apply racing a restart) come off one by one. */

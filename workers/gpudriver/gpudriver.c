@@ -122,6 +122,7 @@ static const struct {
 	{ "library", gd_stage_library },
 	{ "engine-config", gd_stage_engine_config },
 	{ "nvidia-smi", gd_stage_nvidia_smi },
+	{ "mig", gd_stage_mig },
 };
 
 static int gd_stage(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
@@ -165,6 +166,7 @@ const struct simulator gpudriver_simulator = {
 	.stage = gd_stage,
 	.apply = gd_apply,
 	.revoke = gd_revoke,
+	.discard = gd_discard,
 	.ready = gd_ready,
 	.gens = gd_gens,
 };

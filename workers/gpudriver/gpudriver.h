@@ -13,6 +13,8 @@
  *   nvidia_smi.c    usr/bin/nvidia-smi: a real binary with an $ORIGIN run path
  *   apply.c         /run/nvidia/driver (bind mount, else symlink)
  *   profile.c       per-GPU profile values the compiled state lacks
+ *   mig*.c          MIG access nodes, capability files, mig-minors and the MIG
+ *                   CDI spec from the device state store (mig.h)
  *
  * Majors: nvidia is 195 (fixed, as on every real system).  The driver's
  * dynamic majors are configurable because a real kernel picks them at load
@@ -106,7 +108,8 @@ bool gd_profile_has_system_key(struct gd_profile *p, const char *key);
 typedef int gd_stage_fn(struct sim_ctx *ctx, const struct state *s,
 			const struct gd_conf *c, struct sim_errors *errs);
 gd_stage_fn gd_stage_devnodes, gd_stage_procfs, gd_stage_gpus, gd_stage_proc_devices,
-	gd_stage_modules, gd_stage_library, gd_stage_engine_config, gd_stage_nvidia_smi;
+	gd_stage_modules, gd_stage_library, gd_stage_engine_config, gd_stage_nvidia_smi,
+	gd_stage_mig;
 
 /* Where the real nvidia-smi comes from: true with the path usable, else
  * false with "no nvidia-smi source: ..." in reason. */
@@ -121,6 +124,7 @@ int gd_engine_config_render(const struct state *s, int profile_devices,
 
 int gd_apply(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs);
 int gd_revoke(struct sim_ctx *ctx, struct sim_errors *errs);
+int gd_discard(struct sim_ctx *ctx, struct sim_errors *errs);
 
 extern const struct simulator gpudriver_simulator;
 
