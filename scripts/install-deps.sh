@@ -35,3 +35,7 @@ sh "$(dirname "$0")/make-old-root.sh"
 # NVIDIA's Go programs (Container Toolkit, device plugin, helm) from the Go
 # module proxy and nvidia-ml-py from PyPI, pinned in tests/go/versions.env.
 bash "$(dirname "$0")/install-nvidia-stack.sh"
+
+# containerd 2.x and 1.7 from the Go module proxy (Debian's 1.6 drops
+# enable_cdi and the NRI table), pinned in the script.
+bash "$(dirname "$0")/install-containerd.sh"
