@@ -158,7 +158,8 @@ int pl_emit_apply(FILE *f, struct pl_world *w)
 		free(racks);
 		return -ENOMEM;
 	}
-	memcpy(proj, w->projections, sizeof(*proj) * (size_t)w->nprojections);
+	if (w->nprojections)
+		memcpy(proj, w->projections, sizeof(*proj) * (size_t)w->nprojections);
 	sort_world = w;
 	qsort(proj, (size_t)w->nprojections, sizeof(*proj), proj_cmp);
 	rc = em_open(&m, f);

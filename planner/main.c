@@ -243,14 +243,14 @@ int main(int argc, char **argv)
 		rc = read_all(argv[i], &buf, &len);
 		if (rc < 0) {
 			fprintf(stderr, "mokka-plan: %s: %s\n", argv[i], strerror(-rc));
-			return 1;
+			goto out;
 		}
 		d.source = strcmp(argv[i], "-") ? argv[i] : "<stdin>";
 		rc = pl_decode(&d, buf, len);
 		free(buf);
 		if (rc < 0) {
 			fprintf(stderr, "mokka-plan: %s\n", d.err);
-			return 1;
+			goto out;
 		}
 	}
 	rc = pl_plan(&w);
@@ -259,6 +259,7 @@ int main(int argc, char **argv)
 			       : write_stdout(&o, &w, o.now ? o.now : newest(&w));
 	if (rc < 0 && rc != -ENOENT)
 		fprintf(stderr, "mokka-plan: %s\n", strerror(-rc));
+out:
 	pl_decoder_free(&d);
 	pl_world_free(&w);
 	return rc < 0 ? 1 : 0;
