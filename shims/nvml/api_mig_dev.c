@@ -3,6 +3,9 @@
  * attributes.  The handle is an engine device, so the identity and memory
  * getters answer for it (name "<board> MIG <profile>", MIG- UUID, the
  * instance's memory). */
+#include <stdio.h>
+#include <unistd.h>
+
 #include "shims/nvml/api_mig.h"
 
 /* MIG on: max_gpu_instances (what NVML answers); off: 0. */
@@ -23,6 +26,20 @@ NVML_API(nvmlDeviceGetMaxMigDeviceCount, nvmlDevice_t device, unsigned *count)
 	return NVML_SUCCESS;
 }
 
+/* As the driver's access checks make it: where /dev/nvidia-caps exists (a
+ * container given some MIG devices), a MIG device is visible only with its
+ * compute instance's access node there; elsewhere (the node) all are. */
+static bool visible(struct mdev *d, unsigned gi, unsigned ci)
+{
+	char path[64];
+	unsigned minor = mdev_minor(d);
+
+	if (minor >= DS_CAPS_GPUS || access("/dev/nvidia-caps", F_OK) != 0)
+		return true;
+	snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", ds_ci_minor(minor, gi, ci));
+	return access(path, F_OK) == 0;
+}
+
 NVML_API(nvmlDeviceGetMigDeviceHandleByIndex, nvmlDevice_t device, unsigned index,
 	 nvmlDevice_t *mig)
 {
@@ -39,8 +56,8 @@ NVML_API(nvmlDeviceGetMigDeviceHandleByIndex, nvmlDevice_t device, unsigned inde
 	if (!mig_enabled(d, &g))
 		return NVML_ERROR_NOT_SUPPORTED;
 	for (unsigned i = 0; i < g.ngi; i++) {
-		for (unsigned j = 0; j < g.gi[i].nci; j++, n++) {
-			if (n != index)
+		for (unsigned j = 0; j < g.gi[i].nci; j++) {
+			if (!visible(d, g.gi[i].id, g.gi[i].ci[j].id) || n++ != index)
 				continue;
 			*mig = mdev_mig_device(d, g.gi[i].id, g.gi[i].ci[j].id);
 			return *mig ? NVML_SUCCESS : NVML_ERROR_NOT_FOUND;

@@ -32,6 +32,7 @@ struct watch_dev {
 static struct {
 	pthread_mutex_t lock;
 	bool started;
+	bool active;		/* staged and not revoked: the thread may write */
 	char root[4096];	/* host root ("" for /) */
 	char mock[256];		/* R as a host path */
 	char store[4096];	/* the store as this process reaches it */
@@ -201,6 +202,45 @@ static void sync_caps(const struct watch_dev *dv, const struct ds_gpu *g)
 	}
 }
 
+/* A host path with its links resolved inside the host root, as a chroot
+ * sees them (<root>/var/run is usually a link to "/run": the kernel would
+ * follow it out of the root).  Missing components are taken verbatim. */
+static int resolve(const char *path, char *out, size_t len)
+{
+	char res[4096] = "", todo[4096], target[4096], full[8300];
+	size_t pos = 0;
+	int links = 0;
+
+	snprintf(todo, sizeof(todo), "%s", path);
+	while (todo[pos]) {
+		size_t n, l;
+		ssize_t t;
+
+		while (todo[pos] == '/')
+			pos++;
+		n = strcspn(todo + pos, "/");
+		if (!n)
+			break;
+		l = strlen(res);
+		snprintf(res + l, sizeof(res) - l, "/%.*s", (int)n, todo + pos);
+		pos += n;
+		snprintf(full, sizeof(full), "%s%s", w.root, res);
+		if ((t = readlink(full, target, sizeof(target) - 1)) < 0)
+			continue;
+		if (++links > 40)
+			return -ELOOP;
+		target[t] = '\0';
+		if (target[0] == '/')
+			res[0] = '\0';
+		else
+			res[l] = '\0';
+		snprintf(full, sizeof(full), "%s%s", target, todo + pos);
+		snprintf(todo, sizeof(todo), "%s", full);
+		pos = 0;
+	}
+	return snprintf(out, len, "%s%s", w.root, res[0] ? res : "/") < (int)len ? 0 : -ENAMETOOLONG;
+}
+
 /* The MIG CDI spec: its own common edits (a container given only a MIG
  * device gets the control nodes, the library, nvidia-smi and the config
  * directory with the shared state), then one entry per MIG device by
@@ -210,7 +250,8 @@ static void write_spec(const struct ds_gpu *gs, int *count)
 	char path[4200], tmp[4300], dev[512], uuid[64];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s%s", w.root, GD_MIG_CDI_SPEC);
+	if (resolve(GD_MIG_CDI_SPEC, path, sizeof(path)) < 0)
+		return;
 	*count = 0;
 	for (int i = 0; i < w.ndev; i++)
 		for (unsigned k = 0; gs[i].mig_cur && k < gs[i].ngi; k++)
@@ -219,14 +260,15 @@ static void write_spec(const struct ds_gpu *gs, int *count)
 		unlink(path);
 		return;
 	}
-	snprintf(tmp, sizeof(tmp), "%s%s", w.root, GD_MIG_CDI_SPEC);
+	snprintf(tmp, sizeof(tmp), "%s", path);
 	*strrchr(tmp, '/') = '\0';
-	mkdirs(tmp);
+	if (access(tmp, F_OK) != 0)	/* cri makes it; never make the host's */
+		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	snprintf(dev, sizeof(dev), "%s/driver", w.mock);
 	if (!(f = fopen(tmp, "w")))
 		return;
-	fprintf(f, "cdiVersion: \"0.6.0\"\nkind: nvidia.com/gpu\ncontainerEdits:\n  deviceNodes:\n");
+	fprintf(f, "cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ncontainerEdits:\n  deviceNodes:\n");
 	fprintf(f, "  - {path: /dev/nvidiactl, hostPath: %s/dev/nvidiactl}\n", dev);
 	fprintf(f, "  - {path: /dev/nvidia-uvm, hostPath: %s/dev/nvidia-uvm}\n", dev);
 	fprintf(f, "  - {path: /dev/nvidia-uvm-tools, hostPath: %s/dev/nvidia-uvm-tools}\n", dev);
@@ -273,9 +315,9 @@ static int sync_pass(void)
 	static struct want want;
 	static struct ds_gpu gs[STATE_MAX_DEVICES];
 	struct ds_store st;
-	int count;
+	int count = 0;
 
-	if (ds_open(&st, w.store, false) < 0)
+	if (!w.active || ds_open(&st, w.store, false) < 0)
 		return -ENOENT;
 	memset(&want, 0, sizeof(want));
 	for (int i = 0; i < w.ndev; i++) {
@@ -351,6 +393,7 @@ void gd_mig_watch(struct sim_ctx *ctx, const struct state *s, const struct gd_co
 	snprintf(w.mock, sizeof(w.mock), "%s", s->mock_root);
 	gd_mig_store_dir(&ctx->host, s->mock_root, w.store, sizeof(w.store));
 	w.caps_major = c->caps_major;
+	w.active = true;
 	w.ndev = s->num_devices < STATE_MAX_DEVICES ? s->num_devices : STATE_MAX_DEVICES;
 	for (int i = 0; i < w.ndev; i++) {
 		w.dev[i].index = s->devices[i].index;
@@ -371,7 +414,14 @@ void gd_mig_watch(struct sim_ctx *ctx, const struct state *s, const struct gd_co
 int gd_mig_revoke(struct sim_ctx *ctx)
 {
 	char path[4200];
+	int r;
 
-	snprintf(path, sizeof(path), "%s%s", ctx->host.root, GD_MIG_CDI_SPEC);
+	pthread_mutex_lock(&w.lock);
+	w.active = false;	/* the thread writes nothing more until a Stage */
+	snprintf(w.root, sizeof(w.root), "%s", ctx->host.root);
+	r = resolve(GD_MIG_CDI_SPEC, path, sizeof(path));
+	pthread_mutex_unlock(&w.lock);
+	if (r < 0)
+		return r;
 	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
