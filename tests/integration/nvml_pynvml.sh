@@ -465,7 +465,9 @@ for i, (h, d) in enumerate(zip(handles, devs)):
     # ---- PCIe
     pcie = d.get("pcie") or {}
     run(W, "nvmlDeviceGetMaxPcieLinkGeneration", lambda: N.nvmlDeviceGetMaxPcieLinkGeneration(h), EQ(pcie["max_link_gen"]))
-    run(W, "nvmlDeviceGetGpuMaxPcieLinkGeneration", lambda: N.nvmlDeviceGetGpuMaxPcieLinkGeneration(h), EQ(pcie["max_link_gen"]))
+    # The device's own maximum (pcie.gpu_max_link_gen) may exceed the link's.
+    run(W, "nvmlDeviceGetGpuMaxPcieLinkGeneration", lambda: N.nvmlDeviceGetGpuMaxPcieLinkGeneration(h),
+        EQ(pcie.get("gpu_max_link_gen", pcie["max_link_gen"])))
     run(W, "nvmlDeviceGetCurrPcieLinkGeneration", lambda: N.nvmlDeviceGetCurrPcieLinkGeneration(h), EQ(pcie["current_link_gen"]))
     run(W, "nvmlDeviceGetMaxPcieLinkWidth", lambda: N.nvmlDeviceGetMaxPcieLinkWidth(h), EQ(pcie["max_link_width"]))
     run(W, "nvmlDeviceGetCurrPcieLinkWidth", lambda: N.nvmlDeviceGetCurrPcieLinkWidth(h), EQ(pcie["current_link_width"]))
