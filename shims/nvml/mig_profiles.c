@@ -1,9 +1,10 @@
 /* MIG profile tables per board.  Names, profile ids, compute/memory slice
  * counts, NVDEC/JPEG/OFA units, copy engines and instance counts follow
- * NVIDIA's MIG user guide ("Supported MIG Profiles"); the memory sizes are
- * what nvidia-smi mig -lgip reports per profile (GiB to MiB), rounded the
- * way the driver rounds them (multiples of 128 MiB), for the other boards
- * derived from their memory slice the same way. */
+ * NVIDIA's MIG user guide ("Supported MIG Profiles").  Memory sizes (MiB)
+ * are what nvidia-smi mig -lgip reports on the A100 40/80 GB and H100 80 GB
+ * (4.75, 9.62, 19.50, 39.25 GiB, ...); on the other boards they follow the
+ * profile names in the same proportions (the driver reserves a little of
+ * each slice), rounded to 128 MiB. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -21,51 +22,51 @@
 #define P1X2 9
 
 /* Ampere GA100: 98 SMs in 7 slices of 14, 7 copy engines, 5 NVDECs, no NVENC. */
-#define GA100(n1, n1x2, n2, n3, n4, n7, slice, full) { \
+#define GA100(n1, n1x2, n2, n3, n4, n7, slice, m2, m4, full) { \
 	{ P1, 19, n1, 1, 1, 7, 14, 1, 0, 0, 0, 0, slice }, \
 	{ P1ME, 20, n1 "+me", 1, 1, 1, 14, 1, 1, 0, 1, 1, slice }, \
-	{ P1X2, 15, n1x2, 1, 2, 4, 14, 1, 1, 0, 0, 0, 2 * (slice) }, \
-	{ P2, 14, n2, 2, 2, 3, 28, 2, 1, 0, 0, 0, 2 * (slice) }, \
-	{ P3, 9, n3, 3, 4, 2, 42, 3, 2, 0, 0, 0, 4 * (slice) }, \
-	{ P4, 5, n4, 4, 4, 1, 56, 4, 2, 0, 0, 0, 4 * (slice) }, \
+	{ P1X2, 15, n1x2, 1, 2, 4, 14, 1, 1, 0, 0, 0, m2 }, \
+	{ P2, 14, n2, 2, 2, 3, 28, 2, 1, 0, 0, 0, m2 }, \
+	{ P3, 9, n3, 3, 4, 2, 42, 3, 2, 0, 0, 0, m4 }, \
+	{ P4, 5, n4, 4, 4, 1, 56, 4, 2, 0, 0, 0, m4 }, \
 	{ P7, 0, n7, 7, 8, 1, 98, 7, 5, 0, 1, 1, full } }
 
 /* Hopper GH100 and Blackwell GB100: one NVDEC and one JPEG per slice, the
  * OFA with the full GPU or +me, 8 copy engines. */
-#define GH100(n1, n1x2, n2, n3, n4, n7, sm1, sm2, sm3, sm4, sm7, slice, full) { \
+#define GH100(n1, n1x2, n2, n3, n4, n7, sm1, sm2, sm3, sm4, sm7, slice, m2, m4, full) { \
 	{ P1, 19, n1, 1, 1, 7, sm1, 1, 1, 0, 1, 0, slice }, \
 	{ P1ME, 20, n1 "+me", 1, 1, 1, sm1, 1, 1, 0, 1, 1, slice }, \
-	{ P1X2, 15, n1x2, 1, 2, 4, sm1, 1, 1, 0, 1, 0, 2 * (slice) }, \
-	{ P2, 14, n2, 2, 2, 3, sm2, 2, 2, 0, 2, 0, 2 * (slice) }, \
-	{ P3, 9, n3, 3, 4, 2, sm3, 3, 3, 0, 3, 0, 4 * (slice) }, \
-	{ P4, 5, n4, 4, 4, 1, sm4, 4, 4, 0, 4, 0, 4 * (slice) }, \
+	{ P1X2, 15, n1x2, 1, 2, 4, sm1, 1, 1, 0, 1, 0, m2 }, \
+	{ P2, 14, n2, 2, 2, 3, sm2, 2, 2, 0, 2, 0, m2 }, \
+	{ P3, 9, n3, 3, 4, 2, sm3, 3, 3, 0, 3, 0, m4 }, \
+	{ P4, 5, n4, 4, 4, 1, sm4, 4, 4, 0, 4, 0, m4 }, \
 	{ P7, 0, n7, 7, 8, 1, sm7, 8, 7, 0, 7, 1, full } }
 
 static const struct mig_gip a100_40[] = GA100("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb",
-					      "4g.20gb", "7g.40gb", 4864, 40192);
+					      "4g.20gb", "7g.40gb", 4864, 9856, 19968, 40192);
 static const struct mig_gip a100_80[] = GA100("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb",
-					      "4g.40gb", "7g.80gb", 9728, 81152);
+					      "4g.40gb", "7g.80gb", 9728, 19968, 40192, 81152);
 static const struct mig_gip h100_80[] = GH100("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb",
 					      "4g.40gb", "7g.80gb", 16, 32, 60, 64, 132,
-					      9984, 81152);
+					      9984, 20096, 40448, 81152);
 static const struct mig_gip h100_94[] = GH100("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb",
 					      "4g.47gb", "7g.94gb", 16, 32, 60, 64, 132,
-					      11776, 95232);
+					      11776, 23680, 47616, 95232);
 static const struct mig_gip h100_96[] = GH100("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb",
 					      "4g.48gb", "7g.96gb", 16, 32, 60, 64, 132,
-					      11904, 96768);
+					      11904, 24064, 48384, 96768);
 static const struct mig_gip h200[] = GH100("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb",
 					   "4g.71gb", "7g.141gb", 16, 32, 60, 64, 132,
-					   16768, 142592);
+					   16768, 35456, 71040, 142592);
 static const struct mig_gip b200[] = GH100("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb",
 					   "4g.90gb", "7g.180gb", 18, 36, 54, 72, 148,
-					   22784, 181248);
+					   22784, 45824, 91392, 181248);
 static const struct mig_gip gb200[] = GH100("1g.23gb", "1g.47gb", "2g.47gb", "3g.93gb",
 					    "4g.93gb", "7g.186gb", 18, 36, 54, 72, 152,
-					    23552, 187136);
+					    23552, 47360, 94976, 187136);
 static const struct mig_gip gb300[] = GH100("1g.34gb", "1g.67gb", "2g.67gb", "3g.135gb",
 					    "4g.135gb", "7g.269gb", 20, 40, 60, 80, 160,
-					    34304, 274944);
+					    34304, 68864, 138112, 274944);
 
 #define BOARD(n, t, sm) { n, sizeof(t) / sizeof(t[0]), t, sm }
 static const struct mig_board boards[] = {
