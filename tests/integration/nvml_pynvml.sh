@@ -23,7 +23,8 @@
 . "$(dirname "$0")/../nvml_lib.sh"
 
 CONS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
-PYDIR=$CONS/python3-pynvml/usr/lib/python3/dist-packages
+# MOKKA_PYNVML_DIR: another pynvml.py to check (nvidia_ml_py.sh: PyPI's nvidia-ml-py).
+PYDIR=${MOKKA_PYNVML_DIR:-$CONS/python3-pynvml/usr/lib/python3/dist-packages}
 
 nvml_require_python
 [ -f "$PYDIR/pynvml.py" ] || die "pynvml not unpacked at $PYDIR (run scripts/fetch-consumers.sh)"
