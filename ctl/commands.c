@@ -461,7 +461,10 @@ static int cmd_status(struct ctl_call *call, struct yl_node **doc)
 static int cmd_reset(struct ctl_call *call, struct yl_node **doc)
 {
 	struct yl_node *devs;
+	int r;
 
+	if ((r = ctl_state_reset(call)) < 0)
+		return r;
 	if (call->target.all) {
 		/* A fresh document, whatever the old one held. */
 		yl_free(*doc);
@@ -523,7 +526,7 @@ const struct ctl_command ctl_commands[] = {
 	{ "unset", "KEY.PATH...", "remove overridden keys", 1, -1, o_none, false, false, cmd_unset },
 	{ "status", "", "show the overrides in force per GPU", 0, 0, o_none, true, false,
 	  cmd_status },
-	{ "reset", "", "remove the overrides (of one GPU, or all)", 0, 0, o_none, false, true,
+	{ "reset", "", "remove the overrides and the NVML-set device state (of one GPU, or all)", 0, 0, o_none, false, true,
 	  cmd_reset },
 	{ "exec", "[--gpus LIST] -- CMD [ARGS]", "run CMD seeing the node at the real paths "
 		  "(private mount namespace; ctl/exec.c)", 2, -1, o_exec, true, false, ctl_cmd_exec },

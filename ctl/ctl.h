@@ -139,4 +139,8 @@ int ctl_file_replace(const char *path, const char *text, size_t len, char *err, 
 int ctl_xids_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err,
 		  size_t errlen);
 
+/* reset: clear the device state store's documents of the call's target
+ * (ctl/state.c); 0 or -errno with call->err set. */
+int ctl_state_reset(struct ctl_call *call);
+
 #endif
