@@ -158,7 +158,7 @@ void beneath_explain(int rootfd, const char *shown, const char *rel, int r, char
 
 	rel = strip(rel);
 	if (strlen(rel) >= sizeof(path)) {
-		snprintf(buf, len, "%s", strerror(-r));
+		snprintf(buf, len, "%s/%s: %s", shown, rel, strerror(-r));
 		return;
 	}
 	/* Each prefix in turn: the first that is a link is the culprit. */
@@ -178,7 +178,7 @@ void beneath_explain(int rootfd, const char *shown, const char *rel, int r, char
 		if (rel[i] == '\0')
 			break;
 	}
-	snprintf(buf, len, "%s", strerror(-r));
+	snprintf(buf, len, "%s/%s: %s", shown, rel, strerror(-r));
 }
 
 bool beneath_stale_tmp(const char *name)

@@ -31,6 +31,35 @@ static int mkdirs(struct rootdirs *rd, const char *full, size_t skip)
 	return 0;
 }
 
+/* What a start created is recorded in R/state, so that a supervisor
+ * restarted after a SIGKILL (finding them present) still removes them at
+ * its teardown: the root is left as the first start found it. */
+#define ROOTDIRS_RECORD "/rootdirs.created"
+
+static void record(struct rootdirs *rd, const char *state)
+{
+	char file[4200], line[4096];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s" ROOTDIRS_RECORD, state);
+	if (rd->n == 0) {		/* found present: made by an earlier start? */
+		if (!(f = fopen(file, "re")))
+			return;
+		while (rd->n < ROOTDIRS_MAX && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (line[0] == '/')
+				snprintf(rd->created[rd->n++], sizeof(rd->created[0]), "%s", line);
+		}
+		fclose(f);
+		return;
+	}
+	if (!(f = fopen(file, "we")))
+		return;
+	for (int i = 0; i < rd->n; i++)
+		fprintf(f, "%s\n", rd->created[i]);
+	fclose(f);
+}
+
 int rootdirs_prepare(struct rootdirs *rd, const char *host_root, const char *mock_root)
 {
 	char full[4096];
@@ -47,11 +76,19 @@ int rootdirs_prepare(struct rootdirs *rd, const char *host_root, const char *moc
 	r = mkdirs(rd, full, strlen(host_root));
 	if (r < 0)
 		log_error("%s: mkdir: %s", full, strerror(-r));
+	else
+		record(rd, full);
 	return r;
 }
 
 void rootdirs_cleanup(struct rootdirs *rd)
 {
+	char file[4200];
+
+	if (rd->n > 0) {
+		snprintf(file, sizeof(file), "%s" ROOTDIRS_RECORD, rd->created[rd->n - 1]);
+		unlink(file);
+	}
 	for (int i = rd->n - 1; i >= 0; i--)
 		if (rmdir(rd->created[i]) < 0 && errno != ENOENT)
 			log_warn("teardown: %s left in place: %s", rd->created[i], strerror(errno));

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fileio/beneath.h"
@@ -54,12 +55,24 @@ int host_path(const struct host *h, const char *path, char *buf, size_t len)
 
 int host_refused(const char *root, int rootfd, const char *phys, int r)
 {
+	static struct { char why[512]; time_t at; } said[8];
+	static unsigned next;
 	char why[PATH_MAX + 300];
+	time_t now = time(NULL);
 
 	if (r != -ELOOP && r != -EXDEV)
 		return r;
 	beneath_explain(rootfd, root, phys, r, why, sizeof(why));
-	log_error("%s%s: %s", root, phys, why);
+	/* Every write below a planted link meets it, every pass: each link
+	 * is said once a minute. */
+	for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
+		if (strncmp(said[i].why, why, sizeof(said[i].why) - 1) == 0 &&
+		    now - said[i].at < 60)
+			return r;
+	snprintf(said[next].why, sizeof(said[next].why), "%s", why);
+	said[next].at = now;
+	next = (next + 1) % (sizeof(said) / sizeof(said[0]));
+	log_error("%s", why);
 	return r;
 }
 
@@ -114,6 +127,25 @@ static void own_existing_dir(struct host *h, const char *hp)
 	own_existing(h, hp, 'd');
 }
 
+/* While staging path of a generational surface: whether the surface's
+ * live parent is there (0) or -errno. */
+static int live_parent(const struct host *h, int rootfd, const char *path)
+{
+	char dir[PATH_MAX];
+	int g = h->staging ? host_gen_of(h, path) : -1, fd, n;
+
+	if (g < 0)
+		return 0;
+	n = snprintf(dir, sizeof(dir), "%s%s", h->mock_root, h->gens[g]);
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	*strrchr(dir, '/') = '\0';
+	if ((fd = beneath_open(rootfd, dir, O_PATH | O_DIRECTORY, 0)) < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 /* mkdir -p beneath rootfd: never through a link. */
 static int mkdirs_at(struct host *h, int rootfd, const char *path, mode_t mode)
 {
@@ -129,9 +161,13 @@ static int mkdirs_at(struct host *h, int rootfd, const char *path, mode_t mode)
 	memcpy(hp, path, n + 1);
 	while (n > 1 && hp[n - 1] == '/')
 		hp[--n] = '\0';
-	/* Already there (the common case): one lookup. */
+	/* Already there (the common case): one lookup, two while staging a
+	 * surface (its shadow, and the live parent its Publish renames in). */
 	if ((fd = beneath_open(rootfd, phys, O_PATH | O_DIRECTORY, 0)) >= 0) {
 		close(fd);
+		fd = live_parent(h, rootfd, path);
+	}
+	if (fd >= 0) {
 		each_prefix(h, hp, own_existing_dir);
 		return 0;
 	}

@@ -186,6 +186,10 @@ static int run_cmd(struct worker *w, const struct ipc_msg *m, struct sim_errors 
 				  (unsigned long long)m->gen);
 			return -EINVAL;
 		}
+		/* Said so a log shows which pass applied (chaos.sh checks that no
+		 * Apply follows a failed Stage). */
+		log_debug("%s: apply: generation %llu", w->sim->name,
+			  (unsigned long long)m->gen);
 		return worker_apply(w, errs);
 	case IPC_OP_RUN:
 	case IPC_OP_RELOAD:
