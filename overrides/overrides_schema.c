@@ -31,7 +31,8 @@ static const struct ovr_field module_power_f[] = {
 	U("min_limit_mw"), U("max_limit_mw"), U("limit_mw"), END };
 static const struct ovr_field thermal_f[] = {
 	I("temperature_gpu_c"), I("temperature_memory_c"), I("shutdown_threshold_c"),
-	I("slowdown_threshold_c"), I("max_operating_c"), I("target_temperature_c"), END };
+	I("slowdown_threshold_c"), I("max_operating_c"), I("target_temperature_c"),
+	I("memory_max_c"), END };
 static const struct ovr_field fan_f[] = {
 	I("count"), S("speed_percent"), S("target_speed_percent"), END };
 static const struct ovr_field clocks_f[] = {
