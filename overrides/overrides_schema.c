@@ -39,7 +39,8 @@ static const struct ovr_field clocks_f[] = {
 	I("graphics_current"), I("graphics_max"), I("graphics_app"),
 	I("graphics_app_default"), I("sm_current"), I("sm_max"),
 	I("memory_current"), I("memory_max"), I("memory_app"),
-	I("memory_app_default"), I("video_current"), I("video_max"), END };
+	I("memory_app_default"), I("video_current"), I("video_max"),
+	S("auto_boost"), S("auto_boost_default"), END };
 static const struct ovr_field throttle_counters_f[] = {
 	U("sw_power_cap_us"), U("sync_boost_us"), U("sw_thermal_slowdown_us"),
 	U("hw_thermal_slowdown_us"), U("hw_power_brake_slowdown_us"), END };
@@ -85,7 +86,10 @@ static const struct ovr_field remapped_rows_f[] = {
 	M("availability_histogram", histogram_f), END };
 static const struct ovr_field display_f[] = { S("mode"), S("active"), END };
 static const struct ovr_field mig_f[] = {
-	S("mode_current"), S("mode_pending"), I("max_gpu_instances"), END };
+	S("mode_current"), S("mode_pending"), I("max_gpu_instances"),
+	/* issue 12: SetMigMode "immediate" (bare metal) or "reset"; a declared
+	 * layout in nvidia-mig-manager's shape (profile/compile_mig.c) */
+	S("activation"), B("mig-enabled"), ANY("mig-devices"), END };
 static const struct ovr_field current_pending_f[] = { S("current"), S("pending"), END };
 static const struct ovr_field accounting_f[] = { S("mode"), I("buffer_size"), END };
 static const struct ovr_field virtualization_f[] = { S("mode"), S("host_vgpu_mode"), END };

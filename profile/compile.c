@@ -232,6 +232,7 @@ static int compile_tree(struct cctx *c, const struct ynode *root,
 			   s->mock_root, sizeof(s->mock_root))) < 0 ||
 	    (rc = compile_devices(c, root, devs, &ndevs)) < 0 ||
 	    (rc = compile_topology(c, root, devs, ndevs, s)) < 0 ||
+	    (rc = compile_mig(c, root)) < 0 ||
 	    (rc = compile_fabric(c, root, o, s)) < 0)
 		return rc;
 	if (o->gpu_count_cap > 0 && o->gpu_count_cap < ndevs)

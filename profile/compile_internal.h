@@ -93,4 +93,7 @@ int compile_topology(struct cctx *c, const struct ynode *root,
 int compile_topology_doc(struct cctx *c, const char *topo, size_t len,
 			 const char *node_name, bool has_fabric, struct state *s);
 
+/* compile_mig.c: declared MIG layouts (mig-enabled, mig-devices) fit their board. */
+int compile_mig(struct cctx *c, const struct ynode *root);
+
 #endif

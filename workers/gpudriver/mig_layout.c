@@ -112,6 +112,9 @@ static int layout_of(const cJSON *root, const struct state_device *dv, const cJS
 		sim_error(errs, "mig", "GPU %d: mig-enabled, but the board is not MIG-capable", dv->index);
 		return -EINVAL;
 	}
+	/* largest first, as nvidia-mig-parted places them (compile_mig.c
+	 * checked the same order fits) */
+	for (unsigned size = MIG_MEM_SLICES; size >= 1; size /= 2)
 	cJSON_ArrayForEach(e, devs) {
 		const struct mig_gip *p = mig_gip_by_name(b, e->string);
 
@@ -120,6 +123,8 @@ static int layout_of(const cJSON *root, const struct state_device *dv, const cJS
 				  dv->index, e->string, b->name);
 			return -EINVAL;
 		}
+		if (p->mem_slices != size)
+			continue;
 		for (int k = 0; k < (int)e->valuedouble; k++)
 			if (add_one(b, g, p) < 0) {
 				sim_error(errs, "mig", "GPU %d: mig-devices: %d x %s do not fit on %s",

@@ -1,0 +1,61 @@
+#!/bin/sh
+# Declared MIG layouts (nvidia-mig-manager's shape) and the durability of
+# the device state store, with the real nvidia-smi 535:
+# a100 with GPU 0 declared {mig-enabled: true, mig-devices: {1g.5gb: 3,
+# 2g.10gb: 2}} and GPU 1 {3g.20gb: 2}: Stage creates them (largest first,
+# each with its compute instance); a change by nvidia-smi survives the
+# next Stage (the layout applies only to a GPU without a document);
+# mokka-ctl reset --gpu 0 forgets GPU 0's document and the next Stage
+# declares it again while GPU 1 keeps its change; a layout that does not
+# fit is refused when the profile compiles, naming line and column.
+set -u
+B=${MOKKA_BUILDDIR:?}
+S=${MOKKA_SRCDIR:?}
+CONSUMERS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
+SMI_SRC=${MOKKA_NVIDIA_SMI:-$CONSUMERS/nvidia-smi/usr/bin/nvidia-smi}
+WORKER=$B/mokka-worker-gpudriver
+rc=0
+fail() { echo "FAIL: $*"; rc=1; }
+pass() { echo "ok: $*"; }
+check() { _d=$1; shift; if "$@"; then pass "$_d"; else fail "$_d"; fi; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
+[ -x "$SMI_SRC" ] || { echo "SKIP: no nvidia-smi at $SMI_SRC (run scripts/fetch-consumers.sh)"; exit 77; }
+"${PY:=/usr/bin/python3}" -c 'import yaml' 2>/dev/null || { echo "FAIL: python3-yaml missing (scripts/install-deps.sh)"; exit 1; }
+export MOKKA_PKGLIBDIR=${MOKKA_PKGLIBDIR:-$B/.libs} MOKKA_NVIDIA_SMI=$SMI_SRC MOKKA_MIG_NO_WATCH=1
+TMP=$(mktemp -d /tmp/mokka-miglay-XXXXXX) || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+cd "$TMP" || exit 1
+"$PY" - "$S/etc/profiles/a100.yaml" "$TMP" <<'PYEOF'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 3, "2g.10gb": 2}}
+p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {"3g.20gb": 2}}
+yaml.safe_dump(p, open(sys.argv[2] + "/good.yaml", "w"))
+p["devices"][1]["mig"]["mig-devices"] = {"3g.20gb": 3}
+yaml.safe_dump(p, open(sys.argv[2] + "/bad.yaml", "w"))
+PYEOF
+H=$TMP/root
+mkdir -p "$H"
+stage() { "$WORKER" --host-root "$H" --config "$TMP/$1.yaml" stage > "$TMP/stage.log" 2>&1; }
+SMI=$H/var/lib/nvml-mock/driver/usr/bin/nvidia-smi
+migs() { "$SMI" -L | awk -v g="GPU $1:" '/^GPU/ { on = index($0, g) == 1; next } on && /MIG/ { print $2 }' | sort | tr '\n' ' '; }
+check "a layout that does not fit is refused at compile" sh -c "! '$WORKER' --host-root '$H' --config '$TMP/bad.yaml' stage > '$TMP/bad.log' 2>&1"
+check "the refusal names the place and why" grep -q 'bad.yaml:[0-9]*:[0-9]*: devices\[1\]: mig-devices: 3 x 3g.20gb do not fit' "$TMP/bad.log"
+stage good || { sed 's/^/# /' "$TMP/stage.log"; fail "stage"; exit 1; }
+check "GPU 0 as declared: 2 x 2g.10gb + 3 x 1g.5gb ($(migs 0))" [ "$(migs 0)" = "1g.5gb 1g.5gb 1g.5gb 2g.10gb 2g.10gb " ]
+check "GPU 1 as declared: 2 x 3g.20gb" [ "$(migs 1)" = "3g.20gb 3g.20gb " ]
+check "GPU 2 untouched (no MIG)" [ "$("$SMI" -i 2 --query-gpu=mig.mode.current --format=csv,noheader)" = Disabled ]
+check "the cap nodes are staged" [ "$(ls "$H"/var/lib/nvml-mock/driver/dev/nvidia-caps | grep -c .)" -ge 16 ]
+"$SMI" mig -i 1 -dci -gi 1 > /dev/null && "$SMI" mig -i 1 -dgi -gi 1 > /dev/null
+check "nvidia-smi destroys one on GPU 1" [ "$(migs 1)" = "3g.20gb " ]
+"$SMI" mig -i 0 -dci > /dev/null && "$SMI" mig -i 0 -dgi > /dev/null
+stage good
+check "the change survives the next Stage (GPU 1)" [ "$(migs 1)" = "3g.20gb " ]
+check "and GPU 0 stays empty" [ "$(migs 0)" = "" ]
+"$B/mokka-ctl" --host-root "$H" --gpu 0 reset > "$TMP/ctl.log" 2>&1 || fail "mokka-ctl reset: $(cat "$TMP/ctl.log")"
+stage good
+check "after mokka-ctl reset --gpu 0, Stage declares GPU 0 again" [ "$(migs 0)" = "1g.5gb 1g.5gb 1g.5gb 2g.10gb 2g.10gb " ]
+check "GPU 1 keeps its change" [ "$(migs 1)" = "3g.20gb " ]
+"$B/mokka-ctl" --host-root "$H" --gpu all reset > "$TMP/ctl.log" 2>&1 || fail "mokka-ctl reset all"
+check "mokka-ctl reset (all) leaves no document" [ -z "$(ls "$H"/var/lib/nvml-mock/driver/config/state)" ]
+exit $rc
