@@ -173,7 +173,10 @@ int pcifs_state_write(const struct pcifs_model *m, const char *path)
 		fprintf(f, "%s %s\n", fn->bdf, !fn->present ? "removed"
 					       : fn->driver < 0 ? "-" : m->drv[fn->driver].name);
 	}
-	if (fflush(f) || fsync(fileno(f)) < 0)
+	/* No fsync: readers need the rename's atomicity, not durability (a
+	 * restarted daemon writes the file afresh), and a sync per write
+	 * would cost milliseconds per unbind. */
+	if (fflush(f))
 		r = -errno;
 	if (fclose(f) && !r)
 		r = -errno;
