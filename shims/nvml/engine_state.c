@@ -46,14 +46,19 @@ void eng_state_close(void)
 
 static void reload_all(void)
 {
+	static struct ds_gpu g;
+
 	eng.state_gen++;
 	for (unsigned i = 0; i < eng.ndev; i++) {
 		struct mdev *d = &eng_devs[i];
-		int r = ds_load(&eng.store, d->uuid, &d->st);
+		int r = ds_load(&eng.store, d->uuid, &g);
 
 		if (r < 0 && r != -ENOENT)
 			eng_debug("%s/%s.state: unreadable (%s), read as empty", eng.state_dir,
 				  d->uuid, strerror(-r));
+		if (!memcmp(&g, &d->st, sizeof(g)))
+			continue;	/* this GPU's document did not change: its tree stands */
+		d->st = g;
 		if (eng_rebuild_device(d) < 0)
 			eng_debug("device %u: out of memory rebuilding its configuration", i);
 	}
