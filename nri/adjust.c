@@ -44,14 +44,15 @@ struct ctr {
 
 static bool field_is(const struct pb_field *f, const char *s)
 {
-	return f->type == PB_LEN && f->len == strlen(s) && !memcmp(f->data, s, f->len);
+	return f->type == PB_LEN && f->len == strlen(s) && (!f->len || !memcmp(f->data, s, f->len));
 }
 
 static void copy(const struct pb_field *f, char *dst, size_t size)
 {
 	size_t n = f->len < size - 1 ? f->len : size - 1;
 
-	memcpy(dst, f->data, n);
+	if (n)
+		memcpy(dst, f->data, n);
 	dst[n] = '\0';
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ipc/log.h"
@@ -90,10 +91,18 @@ static void create_container(const struct ttrpc_request *rq, struct pb_buf *out)
 	char why[512], gate[256] = "";
 	int budget = o.request_timeout_ms - 500, lock = -1;
 
+	struct timespec t0, t1;
+	long waited;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (nri_gate_wait(o.lock, o.port, budget > 200 ? budget : 200, &lock, gate,
 			  sizeof(gate)) < 0)
 		log_warn("nri: staging gate not open within %d ms (%s): injecting anyway (fail open)",
 			 budget, gate);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited = (t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+	if (waited >= 100)
+		log_info("nri: waited %ld ms for the staging gate", waited);
 	if (nri_adjust(&o.cf, rq->payload, rq->len, &adj, why, sizeof(why)) < 0) {
 		log_warn("nri: %s: container left alone (fail open)", why);
 		pb_free(&adj);

@@ -2,8 +2,9 @@
 # containerd 2.x and 1.7 (Debian 12 ships 1.6, which drops enable_cdi and
 # the NRI table silently), built from the Go module proxy at pinned
 # versions into /var/cache/mokka/go/bin/containerd-<version>/ (containerd,
-# ctr, containerd-shim-runc-v2; CGO off, no btrfs): called by
-# scripts/install-deps.sh, used by tests/integration/cri_containerd2.sh.
+# ctr, containerd-shim-runc-v2; CGO off, no btrfs) and crictl into
+# cri-tools-<version>/: called by scripts/install-deps.sh, used by
+# tests/integration/cri_containerd2.sh and nri_containerd.sh.
 # A version already built is not rebuilt.  2.x builds with `go install`;
 # 1.7's go.mod has exclude directives, which `go install pkg@version`
 # refuses, so its module is fetched with `go mod download` (the proxy
@@ -12,6 +13,7 @@ set -eu
 C=${MOKKA_GO_CACHE:-/var/cache/mokka/go}
 CONTAINERD2=v2.2.9
 CONTAINERD17=v1.7.30
+CRICTL=v1.34.0		# sigs.k8s.io/cri-tools: the CRI client of nri_containerd.sh
 export GOMODCACHE=$C/mod GOCACHE=$C/build GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local
 say() { echo "install-containerd: $*"; }
 
@@ -52,4 +54,12 @@ if ! built "$out"; then
 		(cd "$dir" && nice -n 10 "$GO" build -tags no_btrfs -o "$out/$c" "./cmd/$c")
 	done
 	say "containerd $CONTAINERD17 built in $(( $(date +%s) - start )) s"
+fi
+
+out=$C/bin/cri-tools-$CRICTL
+if ! [ -x "$out/crictl" ]; then
+	say "building crictl $CRICTL"
+	start=$(date +%s)
+	(cd /tmp && GOBIN=$out nice -n 10 "$GO" install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL")
+	say "crictl $CRICTL built in $(( $(date +%s) - start )) s"
 fi
