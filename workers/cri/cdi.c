@@ -305,6 +305,14 @@ int cri_render_spec(const struct host *h, const struct state *s, char **out, siz
 		"cdiVersion: \"%s\"\nkind: \"%s\"\ncontainerEdits:\n", CRI_CDI_VERSION, CRI_KIND);
 	put_edits(f, e, "  ");
 	n = put_devices(h, s, f, true, NULL);
+	/* NVIDIA_VISIBLE_DEVICES=none asks the toolkit's runtime (CDI mode)
+	 * for the device "none"; its own generated specs carry it with one
+	 * inert variable, as CDI allows no device without edits. */
+	if (n > 0) {
+		memset(e, 0, sizeof(*e));
+		e->env[e->nenv++] = "NVCT_EMPTY_DEVICE=";
+		put_device(f, "none", e);
+	}
 	free(e);
 	return finish(f, n, out, len);
 }
