@@ -240,10 +240,13 @@ static int session(int fd)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mokka-nri [--socket PATH] [--host-root DIR] [--mock-root R] "
+	fprintf(f, "Usage: mokka-nri [--socket PATH] [--host-root DIR] [--mock-root R] "
 		"[--name NAME] [--idx NN]\n"
 		"                 [--staging-lock-path PATH] [--health-port PORT] [--node-name NAME]\n"
-		"                 [--exclude-namespaces LIST] [--once]\n");
+		"                 [--exclude-namespaces LIST] [--once] [--help] [--version]\n"
+		"The NRI plugin: every container containerd creates gets the mock driver view\n"
+		"unless its pod says nvml-mock.nvidia.com/inject=false (default socket\n"
+		"/var/run/nri/nri.sock, staging gate /run/nvml-mock/nri-staging.lock + :9091/stagedz).\n");
 }
 
 static int parse(int argc, char **argv, bool *once)
@@ -252,7 +255,7 @@ static int parse(int argc, char **argv, bool *once)
 		{ "socket", 1, 0, 's' }, { "host-root", 1, 0, 'H' }, { "mock-root", 1, 0, 'm' },
 		{ "name", 1, 0, 'n' }, { "idx", 1, 0, 'i' }, { "staging-lock-path", 1, 0, 'l' },
 		{ "health-port", 1, 0, 'p' }, { "node-name", 1, 0, 'N' },
-		{ "exclude-namespaces", 1, 0, 'x' }, { "once", 0, 0, '1' }, { "help", 0, 0, 'h' },
+		{ "exclude-namespaces", 1, 0, 'x' }, { "once", 0, 0, '1' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	char lock[512] = "";
@@ -271,6 +274,7 @@ static int parse(int argc, char **argv, bool *once)
 		case 'x': snprintf(o.cf.exclude, sizeof(o.cf.exclude), "%s", optarg); break;
 		case '1': *once = true; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("mokka-nri %s\n", MOKKA_VERSION); exit(0);
 		default: usage(stderr); return -EINVAL;
 		}
 	}
