@@ -204,12 +204,14 @@ int ds_decode(const char *buf, size_t len, struct ds_gpu *out, char *why, size_t
 
 		line++;
 		if (!nl)
-			return fail(why, whylen, line, "unterminated line (torn write?)");
-		if (memchr(p, '\0', (size_t)(nl - p)))
-			return fail(why, whylen, line, "NUL byte");
-		if ((r = decode_line(out, p, (size_t)(nl - p), line, &seen_serial, &done,
-				     why, whylen)) < 0) {
-			memset(out, 0, sizeof(*out));
+			r = fail(why, whylen, line, "unterminated line (torn write?)");
+		else if (memchr(p, '\0', (size_t)(nl - p)))
+			r = fail(why, whylen, line, "NUL byte");
+		else
+			r = decode_line(out, p, (size_t)(nl - p), line, &seen_serial, &done, why,
+					whylen);
+		if (r < 0) {
+			memset(out, 0, sizeof(*out));	/* refused whole: nothing half-applied */
 			return r;
 		}
 		p = nl + 1;
