@@ -9,8 +9,8 @@
 #      parents of surfaces (R/sys, R/ib/dev)
 #   B  Publish side: the surfaces themselves (R/driver/proc, R/ib/sys,
 #      R/sys/devices)
-#   C  teardown: after a good pass, published directories are moved out
-#      of the root and links left in their place
+#   C  Apply (/run/nvidia) and teardown: after a good pass, published
+#      directories are moved out of the root and links left in their place
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
@@ -93,8 +93,11 @@ finish B
 # C: teardown.  A good pass first, then directories it published (and
 # one the manifest lists outside the generations) moved out, links left.
 clear_root
+plant /run/nvidia		# where Apply bind-mounts the driver root
 start
-wait_for 60 grep -q "generation 1 published" "$T/sup.log" || die "C: generation 1 never published"
+# Published, then Applied (refused: no "published in" line).
+wait_for 60 grep -q "apply: generation 1" "$T/sup.log" || die "C: generation 1 never applied"
+wait_for 30 named /run/nvidia || true
 for p in "$R/sys/devices" "$R/driver/dev" "$R/ib/sys" "$R/.staged/pcibus"; do
 	[ -d "$ROOT$p" ] || { fail "C: $p was not made"; continue; }
 	d=$OUT/c$(echo "$p" | tr / _)
