@@ -528,6 +528,9 @@ const struct ctl_command ctl_commands[] = {
 	  cmd_status },
 	{ "reset", "", "remove the overrides and the NVML-set device state (of one GPU, or all)", 0, 0, o_none, false, true,
 	  cmd_reset },
+	{ "gpu-reset", "", "what nvidia-smi -r does: pending ECC and MIG modes become current, "
+		       "set clocks go (refused while MIG instances exist)", 0, 0, o_none, true,
+	  false, ctl_cmd_gpu_reset },
 	{ "exec", "[--gpus LIST] -- CMD [ARGS]", "run CMD seeing the node at the real paths "
 		  "(private mount namespace; ctl/exec.c)", 2, -1, o_exec, true, false, ctl_cmd_exec },
 };

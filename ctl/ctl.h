@@ -142,5 +142,7 @@ int ctl_xids_read(const struct ctl_docfile *f, char **buf, size_t *len, char *er
 /* reset: clear the device state store's documents of the call's target
  * (ctl/state.c); 0 or -errno with call->err set. */
 int ctl_state_reset(struct ctl_call *call);
+/* gpu-reset: pending ECC/MIG modes applied (ctl/state.c). */
+int ctl_cmd_gpu_reset(struct ctl_call *call, struct yl_node **doc);
 
 #endif

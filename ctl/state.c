@@ -10,23 +10,28 @@
 #include "ctl/ctl.h"
 #include "devstate/devstate.h"
 
-int ctl_state_reset(struct ctl_call *call)
+static void store_dir(const struct ctl_call *call, char *dir, size_t len)
 {
 	const char *env = getenv("MOCK_NVML_STATE_DIR");
+	char *slash;
+
+	if (env && *env) {
+		snprintf(dir, len, "%s", env);
+		return;
+	}
+	snprintf(dir, len, "%s", call->prof->path);
+	slash = strrchr(dir, '/');
+	snprintf(slash ? slash + 1 : dir, len - (size_t)(slash ? slash + 1 - dir : 0), "state");
+}
+
+int ctl_state_reset(struct ctl_call *call)
+{
 	char dir[PATH_MAX + 16];
 	struct ds_store st;
 	struct ds_gpu empty = { 0 };
-	char *slash;
 	int r;
 
-	if (env && *env) {
-		snprintf(dir, sizeof(dir), "%s", env);
-	} else {
-		snprintf(dir, sizeof(dir), "%s", call->prof->path);
-		slash = strrchr(dir, '/');
-		snprintf(slash ? slash + 1 : dir, sizeof(dir) - (size_t)(slash ? slash + 1 - dir : 0),
-			 "state");
-	}
+	store_dir(call, dir, sizeof(dir));
 	if ((r = ds_open(&st, dir, false)) == -ENOENT)
 		return 0;	/* nothing was ever set */
 	if (r < 0 || (r = ds_lock(&st)) < 0) {
@@ -42,5 +47,57 @@ int ctl_state_reset(struct ctl_call *call)
 	if (r < 0)
 		snprintf(call->err, call->errlen, "%s: clearing the device state: %s", dir,
 			 strerror(-r));
+	return r;
+}
+
+/* gpu-reset: what nvidia-smi -r does to a GPU's state (the real reset
+ * goes through NVML's private export table, which the mock does not
+ * speak): pending ECC and MIG modes become current, the clocks set since
+ * boot go; refused while GPU instances exist, as the driver refuses. */
+static int reset_one(struct ctl_call *call, struct ds_store *st, int i)
+{
+	struct ds_gpu g;
+	int r = ds_load(st, call->prof->gpu[i].uuid, &g);
+
+	if (r == -ENOENT)
+		return 0;	/* nothing pending */
+	if (r < 0)
+		return ctl_fail(call, r, "GPU %u: its device state: %s", call->prof->gpu[i].index,
+				strerror(-r));
+	if (g.ngi)
+		return ctl_fail(call, -EBUSY, "GPU %u has MIG GPU instances: destroy them first "
+				"(nvidia-smi mig -dci, -dgi)", call->prof->gpu[i].index);
+	g.ecc_cur = g.ecc_pend;
+	g.mig_cur = g.mig_pend;
+	g.set &= ~(unsigned)(DS_AC | DS_LGC | DS_LMC);
+	if ((r = ds_save(st, call->prof->gpu[i].uuid, &g)) < 0)
+		return ctl_fail(call, r, "GPU %u: saving its device state: %s",
+				call->prof->gpu[i].index, strerror(-r));
+	printf("GPU %u (%s) reset: ECC %s, MIG %s\n", call->prof->gpu[i].index,
+	       call->prof->gpu[i].uuid, g.set & DS_ECC ? (g.ecc_cur ? "enabled" : "disabled") : "as profiled",
+	       g.set & DS_MIG ? (g.mig_cur ? "enabled" : "disabled") : "as profiled");
+	return 0;
+}
+
+int ctl_cmd_gpu_reset(struct ctl_call *call, struct yl_node **doc)
+{
+	char dir[PATH_MAX + 16];
+	struct ds_store st;
+	int r;
+
+	(void)doc;
+	store_dir(call, dir, sizeof(dir));
+	if ((r = ds_open(&st, dir, false)) == -ENOENT)
+		return 0;
+	if (r < 0 || (r = ds_lock(&st)) < 0) {
+		if (r != -ENOENT)
+			ds_close(&st);
+		return ctl_fail(call, r, "%s: the device state store: %s", dir, strerror(-r));
+	}
+	for (int i = 0; i < call->prof->n && r == 0; i++)
+		if (call->target.all || i == call->target.gpu)
+			r = reset_one(call, &st, i);
+	ds_unlock(&st);
+	ds_close(&st);
 	return r;
 }

@@ -5,7 +5,8 @@
 # the shared device state store carrying it between processes.
 #
 # Per profile (a100, h100, h200, b200): the setters -pm, -c, -pl (bounded),
-# -ac/-rac, -lgc/-rgc, -e (pending) read back through --query-gpu; MIG
+# -ac/-rac, -lgc/-rgc, -e (pending until mokka-ctl gpu-reset, the stand-in
+# for -r) read back through --query-gpu; MIG
 # -mig 1, mig -lgip/-lgipp, -cgi <1g>,<1g> -C, -lgi, -lci, -L (MIG devices
 # under their GPU, MIG- UUIDs), -q (MIG Device section), the refusals
 # (destroying a GPU instance with compute instances: In use; an eighth 1g
@@ -79,7 +80,11 @@ setters() { # setters PROFILE
 	check "$p: -rgc" [ "$(q clocks.sm)" = "$sm" ]
 	run -i 0 -e 0
 	check "$p: -e 0 is pending until reset" [ "$(q ecc.mode.current),$(q ecc.mode.pending)" = "Enabled,Disabled" ]
+	"$B/mokka-ctl" --host-root "$H" --gpu 0 gpu-reset > "$TMP/ctl.log" 2>&1
+	check "$p: mokka-ctl gpu-reset applies it" [ "$(q ecc.mode.current),$(q ecc.mode.pending)" = "Disabled,Disabled" ]
 	run -i 0 -e 1
+	"$B/mokka-ctl" --host-root "$H" --gpu 0 gpu-reset > "$TMP/ctl.log" 2>&1
+	check "$p: -e 1, gpu-reset: enabled again" [ "$(q ecc.mode.current)" = Enabled ]
 	check "$p: a state document per changed GPU" [ -f "$STATE/$(q uuid).state" ]
 }
 
