@@ -8,7 +8,8 @@
 # paths point) a private containerd daemon imports the root's config.toml:
 #   * `config dump`: the nvidia handler is the default, CDI on, and the NRI
 #     table from Mokka's drop-in (enabled, our socket path) is in force;
-#   * the daemon honours it: its NRI socket appears at that path;
+#   * the daemon honours it: its NRI socket appears at that path, and
+#     mokka-nri registers there, is configured and synchronized;
 #   * 2.x: `ctr run --device nvidia.com/gpu=0` (CDI through ctr; 1.7's ctr
 #     takes device paths only) gets exactly /dev/nvidia0 and the real
 #     nvidia-smi lists one GPU; =all lists all.
@@ -92,6 +93,11 @@ c=\$!
 for i in \$(seq 150); do [ -S "\$D/c.sock" ] && break; sleep 0.1; done
 for i in \$(seq 50); do [ -S "$NRI_SOCK" ] && break; sleep 0.1; done
 [ -S "$NRI_SOCK" ] && echo yes > "\$O/nri.sock" || echo no > "\$O/nri.sock"
+# mokka-nri's handshake with this version: register, Configure, Synchronize.
+"$B/mokka-nri" --socket "$NRI_SOCK" --host-root "$ROOT" > "\$O/nri.log" 2>&1 &
+n=\$!
+for i in \$(seq 100); do grep -q synchronized "\$O/nri.log" && break; sleep 0.1; done
+kill -TERM \$n; wait \$n 2>/dev/null
 run() { # run NAME DEVICE
 	ctr -a "\$D/c.sock" run --rm --rootfs --env PATH=/bin:/usr/bin --device "\$2" "$IMG" "mokka-\$1" /bin/sh -c '
 		echo "nodes: \$(ls /dev | grep "^nvidia[0-9]" | sort | tr "\n" " ")"
@@ -117,6 +123,8 @@ for v in $VERSIONS; do
 	check "$v: dump: NRI enabled at our socket" sh -c "grep -q 'socket_path = \"$NRI_SOCK\"' '$O/nri.table' &&
 		grep -q 'disable = false' '$O/nri.table'"
 	check "$v: the daemon honours the NRI table (its socket at $NRI_SOCK)" grep -qx yes "$O/nri.sock"
+	check "$v: mokka-nri registers, is configured and synchronized" sh -c "grep -q 'registered as 10-mokka' '$O/nri.log' &&
+		grep -q 'configured by containerd' '$O/nri.log' && grep -q synchronized '$O/nri.log'"
 	# ctr 1.7 has no CDI (its --device takes paths only): CDI through ctr is 2.x's.
 	case $v in v2.*) ;; *) continue ;; esac
 	note "$v: ctr run --device nvidia.com/gpu=0:"; sed 's/^/#   /' "$O/gpu0"
