@@ -137,12 +137,27 @@ struct state_imex {
  * it once, so pcibus (R/sys, /proc/bus/pci), gpudriver (the IRQs in
  * /proc/driver/nvidia) and ib (the HCA's PCI function in R/ib/sys) render
  * the same addresses.  The config space is derived from these fields. */
-#define STATE_PCI_MAX_FNS (2 * (STATE_MAX_DEVICES + STATE_MAX_HCAS))	/* + a port each */
+#define STATE_MAX_ACCELS 32		/* other vendors' accelerators (profile "accelerators") */
+#define STATE_PCI_MAX_FNS (2 * (STATE_MAX_DEVICES + STATE_MAX_HCAS + STATE_MAX_ACCELS))	/* + a port each */
 #define STATE_PCI_MAX_ROOTS (STATE_MAX_ROOTS + STATE_MAX_DEVICES + STATE_MAX_HCAS)
 #define STATE_PCI_NUM_RESOURCES 17	/* kernel: 6 BARs, ROM, 6 IOV, 4 bridge */
 #define STATE_PCI_MAX_CPUS 8192		/* the kernel's largest NR_CPUS */
 
-enum state_pci_kind { STATE_PCI_GPU, STATE_PCI_HCA, STATE_PCI_PORT, STATE_PCI_KINDS };
+/* ACCEL: another vendor's accelerator (AMD, MetaX, ...): on the bus, never
+ * in NVML; its driver is the profile's (state_pci_fn.driver). */
+enum state_pci_kind { STATE_PCI_GPU, STATE_PCI_HCA, STATE_PCI_PORT, STATE_PCI_ACCEL,
+		      STATE_PCI_KINDS };
+
+/* One accelerator instance of the profile's "accelerators" list
+ * (profile/compile_accel.c): input to the PCI plan only. */
+struct state_accel {
+	char bus_id[16];
+	char driver[32];
+	uint16_t vendor_id, device_id, subsys_vendor_id, subsys_device_id;
+	uint32_t class_code;
+	int numa_node;
+	int root;			/* index into roots; -1 if none */
+};
 
 struct state_pci_res {
 	uint64_t start, size;		/* size 0 = empty slot */
@@ -164,6 +179,7 @@ struct state_pci_fn {
 	int nres;			/* lines in sysfs "resource" */
 	struct state_pci_res res[STATE_PCI_NUM_RESOURCES];
 	char cpulist[64];		/* local_cpulist, "0-55,112-167" */
+	char driver[32];		/* ACCEL: its driver; "" for the other kinds */
 };
 
 struct state_pci {
@@ -193,6 +209,8 @@ struct state {
 	struct state_ib ib;
 	struct state_cri cri;
 	struct state_imex imex;
+	int num_accels;				/* compile-time input to pci, not encoded */
+	struct state_accel accels[STATE_MAX_ACCELS];
 	struct state_pci pci;			/* computed by the compiler */
 
 	/* Where kernellog announces Xids (a real path, not under the host

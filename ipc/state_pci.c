@@ -40,6 +40,7 @@ static const struct field fn_fields[] = {
 	FI(struct state_pci_fn, subordinate_bus, F_INT),
 	FI(struct state_pci_fn, nres, F_INT),
 	FS(struct state_pci_fn, cpulist),
+	FS(struct state_pci_fn, driver),
 };
 
 /* One BAR or window: its slot in the kernel's resource table. */
@@ -264,6 +265,11 @@ static int check_fn(const struct state_pci *p, const struct state_pci_fn *f, int
 	if (f->cpulist[0] && state_cpulist_parse(f->cpulist, NULL, &top) < 0)
 		return fail(err, errlen, "state: pci.fns[%d].cpulist: not a cpulist below %d", i,
 			    STATE_PCI_MAX_CPUS);
+	/* The driver becomes a sysfs directory name: an accelerator's only. */
+	if ((f->kind == STATE_PCI_ACCEL) != (f->driver[0] != '\0') ||
+	    strspn(f->driver, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(f->driver))
+		return fail(err, errlen, "state: pci.fns[%d].driver: \"%s\" (a name of "
+			    "[a-z0-9_-], set for accelerators only)", i, f->driver);
 	return 0;
 }
 

@@ -332,6 +332,35 @@ static int add_hca(struct planner *pl, const struct state_hca *h)
 	return 0;
 }
 
+/* Another vendor's accelerator (compile_accel.c): the profile's identity
+ * and driver, a GPU-like layout (registers, then a 64-bit prefetchable
+ * aperture), Gen4 x16. */
+static int add_accel(struct planner *pl, const struct state_accel *a)
+{
+	struct state_pcie_link link = { DEFAULT_GEN, DEFAULT_WIDTH, 0, 0 };
+	struct state_pci_fn *f;
+	char what[48];
+	int r;
+
+	snprintf(what, sizeof(what), "accelerator %.16s", a->bus_id);
+	if (!(f = place_endpoint(pl, a->bus_id, a->root, a->numa_node, what, &r)))
+		return r;
+	f->kind = STATE_PCI_ACCEL;
+	f->vendor = a->vendor_id;
+	f->device = a->device_id;
+	f->subsys_vendor = a->subsys_vendor_id;
+	f->subsys_device = a->subsys_device_id;
+	f->class_code = a->class_code;
+	snprintf(f->driver, sizeof(f->driver), "%s", a->driver);
+	normalize_link(&f->link, &link);
+	f->nres = ENDPOINT_RESOURCES;
+	f->res[0] = (struct state_pci_res){ 0, GPU_BAR0_SIZE, RES_MEM | RES_SIZEALIGN };
+	f->res[2] = (struct state_pci_res){ 0, GPU_BAR1_MIN,
+		RES_MEM | RES_PREFETCH | RES_MEM_64 | RES_SIZEALIGN | 0xc };
+	pl->p->num_fns++;
+	return 0;
+}
+
 /* A new root port on root_id's bus at the first free device number. */
 static struct state_pci_fn *new_port(struct state_pci *p, const struct state_pci_fn *ep,
 				     unsigned rdom, unsigned rbus)
@@ -458,18 +487,21 @@ static void port_windows(struct state_pci *p, struct state_pci_fn *port)
 }
 
 /* Give every endpoint its BARs (in bus order, naturally aligned; the GPUs
- * first so their addresses do not depend on the HCAs), then every port the
+ * first so their addresses do not depend on the HCAs, the accelerators
+ * last), then every port the
  * windows that cover its endpoints. */
 static int assign_addresses(struct planner *pl)
 {
 	struct state_pci *p = pl->p;
 	uint64_t mem32 = MMIO32_BASE, mem64 = MMIO64_BASE;
 
-	for (int pass = 0; pass < 2; pass++)
+	static const int order[] = { STATE_PCI_GPU, STATE_PCI_HCA, STATE_PCI_ACCEL };
+
+	for (int pass = 0; pass < 3; pass++)
 		for (int i = 0; i < p->num_fns; i++) {
 			struct state_pci_fn *f = &p->fns[i];
 
-			if (f->kind != (pass ? STATE_PCI_HCA : STATE_PCI_GPU))
+			if (f->kind != order[pass])
 				continue;
 			place_bars(f, &mem32, &mem64);
 			if (mem32 > MMIO32_END) {
@@ -503,6 +535,8 @@ int compile_pci(struct state *s, compile_pci_report_fn report_fn, void *arg)
 		first_error(&first, add_gpu(&pl, &s->devices[i]));
 	for (int i = 0; s->ib.enabled && i < s->ib.num_hcas && i < STATE_MAX_HCAS; i++)
 		first_error(&first, add_hca(&pl, &s->ib.hcas[i]));
+	for (int i = 0; i < s->num_accels && i < STATE_MAX_ACCELS; i++)
+		first_error(&first, add_accel(&pl, &s->accels[i]));
 	/* GPUs first: their ports keep the device numbers they had before
 	 * HCAs existed. */
 	nendpoints = s->pci.num_fns;

@@ -81,7 +81,14 @@ static const struct ovr_field nvlink_f[] = {
 static const struct ovr_field root_complex_f[] = {
 	S("id"), I("numa_node"), SEQ("devices", OVR_STR), S("cpu_affinity"), END };
 static const struct ovr_field pcie_topology_f[] = {
-	SEQM("root_complexes", root_complex_f), I("cores_per_numa"), END };
+	SEQM("root_complexes", root_complex_f), I("cores_per_numa"),
+	B("iommu"),	/* Mokka: the node has an IOMMU (mokka-pcifs, vfio-pci) */
+	END };
+/* Mokka: other vendors' accelerators (compile_accel.c). */
+static const struct ovr_field accel_f[] = {
+	S("name"), U("vendor_id"), U("device_id"), U("subsystem_vendor_id"),
+	U("subsystem_device_id"), U("class"), S("driver"), U("count"), I("numa_node"),
+	SEQ("bus_ids", OVR_STR), END };
 static const struct ovr_field ib_counters_f[] = {
 	U("symbol_error"), U("link_error_recovery"), U("link_downed"), U("port_rcv_errors"),
 	U("port_rcv_remote_physical_errors"), U("port_rcv_switch_relay_errors"),
@@ -105,6 +112,7 @@ static const struct ovr_field profile_f[] = {
 	SEQM("devices", device_override_f), M("nvlink", nvlink_f),
 	M("pcie_topology", pcie_topology_f),
 	M("infiniband", infiniband_f),
+	SEQM("accelerators", accel_f),
 	END };
 
 static const struct ovr_field clique_f[] = { U("id"), SEQ("nodes", OVR_STR), END };

@@ -212,6 +212,18 @@ int nfd_render(struct host *h, const struct state *s, struct sim_errors *errs)
 			off += (size_t)snprintf(doc + off, sizeof(doc) - off, "%s=%s\n",
 						features[i].key, value);
 	}
+	/* Other vendors' accelerators: pci-<vendor>.present, as NFD's own
+	 * PCI source would label them (each vendor once). */
+	for (int i = 0; i < s->pci.num_fns && off < sizeof(doc); i++) {
+		const struct state_pci_fn *f = &s->pci.fns[i];
+		bool seen = false;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = s->pci.fns[j].kind == STATE_PCI_ACCEL && s->pci.fns[j].vendor == f->vendor;
+		if (f->kind == STATE_PCI_ACCEL && !seen)
+			off += (size_t)snprintf(doc + off, sizeof(doc) - off, "pci-%04x.present=true\n",
+						f->vendor);
+	}
 	if (off >= sizeof(doc))
 		r = -EOVERFLOW;
 	else if ((r = keep_foreign(h, errs)) == 0)

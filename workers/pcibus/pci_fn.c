@@ -15,6 +15,7 @@ static const struct {
 	[STATE_PCI_GPU] = { "nvidia", false, false },
 	[STATE_PCI_HCA] = { "mlx5_core", false, true },
 	[STATE_PCI_PORT] = { "pcieport", true, false },
+	[STATE_PCI_ACCEL] = { NULL, false, false },	/* the profile's driver */
 };
 
 const struct pcibus_fn *pcibus_plan_find(const struct pcibus_plan *p, const char *bdf)
@@ -80,7 +81,8 @@ static int expand(struct pcibus_fn *f, const struct state_pci_fn *in, struct sim
 		snprintf(f->devpath, sizeof(f->devpath), "devices/%.16s/%.16s", in->root_id,
 			 in->bdf);
 	f->depth = in->parent_bdf[0] ? 4 : 3;
-	f->driver = kinds[in->kind].driver;
+	snprintf(f->driver_name, sizeof(f->driver_name), "%s", in->driver);
+	f->driver = kinds[in->kind].driver ? kinds[in->kind].driver : f->driver_name;
 	f->bridge = kinds[in->kind].bridge;
 	f->hca = kinds[in->kind].hca;
 	f->vendor = in->vendor;

@@ -42,7 +42,8 @@ struct pcibus_fn {
 	int depth;			/* components in devpath */
 	bool bridge;
 	bool hca;			/* an InfiniBand HCA (state.ib.hcas) */
-	const char *driver;		/* "nvidia", "mlx5_core", "pcieport" */
+	const char *driver;		/* "nvidia", "mlx5_core", "pcieport", or driver_name */
+	char driver_name[32];		/* an accelerator's, from the profile */
 	unsigned domain, bus, dev, fn;
 	uint16_t vendor, device, subsys_vendor, subsys_device;
 	uint32_t class_code;

@@ -318,7 +318,8 @@ static void render_attrs(struct pcibus_render *rd, const struct pcibus_fn *f, co
 bool pcibus_valid_names(const struct pcibus_fn *f)
 {
 	return state_valid_bdf(f->bdf) && state_valid_root_id(f->root_id) &&
-	       (!f->parent_bdf[0] || state_valid_bdf(f->parent_bdf));
+	       (!f->parent_bdf[0] || state_valid_bdf(f->parent_bdf)) && f->driver[0] &&
+	       strspn(f->driver, "abcdefghijklmnopqrstuvwxyz0123456789_-") == strlen(f->driver);
 }
 
 /* The function's own directory: attributes, config, driver and subsystem. */

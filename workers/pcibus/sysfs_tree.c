@@ -53,17 +53,17 @@ static void render_driver(struct pcibus_render *rd, const char *driver)
 				     "write");
 }
 
-static bool driver_used(const struct pcibus_plan *p, const char *driver)
+/* The first function bound to f's driver is f itself: each driver once. */
+static bool first_of_driver(const struct pcibus_plan *p, int i)
 {
-	for (int i = 0; i < p->nfns; i++)
-		if (strcmp(p->fns[i].driver, driver) == 0)
-			return true;
-	return false;
+	for (int j = 0; j < i; j++)
+		if (strcmp(p->fns[j].driver, p->fns[i].driver) == 0)
+			return false;
+	return true;
 }
 
 int sysfs_tree_render(struct host *h, const struct pcibus_plan *p, struct sim_errors *errs)
 {
-	static const char *const drivers[] = { "nvidia", "mlx5_core", "pcieport" };
 	static const char *const bus_dirs[] = { "sys/bus/pci/devices", "sys/bus/pci/drivers" };
 	struct pcibus_render rd = { h, p, errs, 0 };
 	char path[4096];
@@ -83,9 +83,9 @@ int sysfs_tree_render(struct host *h, const struct pcibus_plan *p, struct sim_er
 						  p->mock_root, p->roots[i]), p->roots[i], ".", "path") == 0)
 			pcibus_check(&rd, host_mkdirs(h, path, 0755), p->roots[i], ".", "mkdir");
 	}
-	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
-		if (driver_used(p, drivers[i]))
-			render_driver(&rd, drivers[i]);
+	for (int i = 0; i < p->nfns; i++)
+		if (pcibus_valid_names(&p->fns[i]) && first_of_driver(p, i))
+			render_driver(&rd, p->fns[i].driver);
 	for (int i = 0; i < p->nfns; i++)
 		render_fn(&rd, &p->fns[i]);
 	return rd.first;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PCIFS_MAX_FNS 512
+#define PCIFS_MAX_FNS 4096	/* 640 planned functions + 8 VF slots per HCA */
 #define PCIFS_MAX_DRIVERS 16
 #define PCIFS_MAX_IDS 32
 #define PCIFS_OVERRIDE_MAX 4095		/* PAGE_SIZE - 1, driver_set_override() */

@@ -248,10 +248,14 @@ static void on_hup(int sig)
 }
 
 static const char usage[] =
-	"Usage: %s --mock-root R [--host-root DIR] [--mount DIR]\n"
+	"Usage: mokka-pcifs --mock-root R [--host-root DIR] [--mount DIR]\n"
 	"Serves the staged PCI tree of R with the kernel's write semantics at\n"
 	"<host-root>R" PCIFS_MOUNT " (FUSE); bindings go to R" PCIFS_STATE ".\n"
-	"IOMMU=on|off in R" PCIFS_CONF "; SIGHUP re-reads it and the tree.\n";
+	"IOMMU=on|off in R" PCIFS_CONF "; SIGHUP re-reads it and the tree.\n\n"
+	"  --mock-root R     host path of the mock tree (/var/lib/nvml-mock)\n"
+	"  --host-root DIR   root that host paths live under (default /)\n"
+	"  --mount DIR       mount point (default <host-root>R" PCIFS_MOUNT ")\n"
+	"  --help, --version\n";
 
 static int parse_args(int argc, char **argv)
 {
@@ -267,13 +271,16 @@ static int parse_args(int argc, char **argv)
 		else if (!strcmp(argv[i], "--version")) {
 			printf("mokka-pcifs %s\n", MOKKA_VERSION);
 			return 0;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
 		} else {
-			fprintf(stderr, usage, argv[0]);
-			return strcmp(argv[i], "--help") ? 2 : 0;
+			fputs(usage, stderr);
+			return 2;
 		}
 	}
 	if (!mock || mock[0] != '/' || strstr(mock, "..")) {
-		fprintf(stderr, usage, argv[0]);
+		fputs(usage, stderr);
 		return 2;
 	}
 	snprintf(V.sys, sizeof(V.sys), "%s%s/sys", host, mock);
