@@ -136,24 +136,92 @@ static int collect_slots(struct pl_world *w)
 	return 0;
 }
 
+/* Index the admitted groups' selectors by the labels they require, so a
+ * Node is checked only against groups that can match it. */
+static int index_selectors(struct pl_world *w)
+{
+	w->nag = 0;
+	w->sel_always = 0;
+	for (int k = 0; k < w->ninventories; k++) {
+		const struct pl_inventory *inv = &w->inventories[w->inv_order[k]];
+
+		for (int g = 0; inv->admission == PL_R_ADMITTED && g < inv->ngroups; g++) {
+			const struct pl_selector *sel = &inv->groups[g].selector;
+			const struct pl_requirement *in = NULL;
+			int bit = w->nag++;
+
+			w->ag_inv[bit] = w->inv_order[k];
+			w->ag_g[bit] = g;
+			for (int r = 0; r < sel->n && !in; r++)
+				if (sel->reqs[r].op == PL_SEL_IN)
+					in = &sel->reqs[r];
+			if (!in) {
+				w->sel_always |= 1ull << bit;
+				continue;
+			}
+			for (int v = 0; v < in->nvals; v++) {
+				size_t kl = strlen(in->key), vl = strlen(in->vals[v]);
+				char *key = pl_alloc(&w->arena, kl + vl + 2);
+				int at, rc;
+				uint64_t *masks;
+
+				if (!key)
+					return -ENOMEM;
+				memcpy(key, in->key, kl);
+				memcpy(key + kl + 1, in->vals[v], vl);
+				at = pl_hmap_get(&w->sel_index, key, kl + vl + 1);
+				if (at < 0) {
+					masks = realloc(w->sel_masks, sizeof(*masks) * (w->sel_index.n + 1));
+					if (!masks)
+						return -ENOMEM;
+					w->sel_masks = masks;
+					at = (int)w->sel_index.n;
+					masks[at] = 0;
+					rc = pl_hmap_put(&w->sel_index, key, kl + vl + 1, at, NULL);
+					if (rc < 0)
+						return rc;
+				}
+				w->sel_masks[at] |= 1ull << bit;
+			}
+		}
+	}
+	return 0;
+}
+
+static uint64_t candidate_groups(const struct pl_world *w, const struct pl_node *n)
+{
+	uint64_t mask = w->sel_always;
+	char key[1024];
+
+	for (int i = 0; i < n->labels.n; i++) {
+		size_t kl = strlen(n->labels.v[i].key), vl = strlen(n->labels.v[i].val);
+		int at;
+
+		if (kl + vl + 1 >= sizeof(key))
+			continue;	/* longer than any valid label */
+		memcpy(key, n->labels.v[i].key, kl + 1);
+		memcpy(key + kl + 1, n->labels.v[i].val, vl);
+		at = pl_hmap_get(&w->sel_index, key, kl + vl + 1);
+		if (at >= 0)
+			mask |= w->sel_masks[at];
+	}
+	return mask;
+}
+
 int pl_group_match(struct pl_world *w, int ni, int *inv_out, int *group_out, int *nmatch)
 {
 	const struct pl_node *n = &w->nodes[ni];
+	uint64_t mask = candidate_groups(w, n);
 
 	*nmatch = 0;
-	for (int k = 0; k < w->ninventories; k++) {
-		int i = w->inv_order[k];
-		const struct pl_inventory *inv = &w->inventories[i];
+	for (; mask; mask &= mask - 1) {
+		int bit = __builtin_ctzll(mask), i = w->ag_inv[bit], g = w->ag_g[bit];
 
-		if (inv->admission != PL_R_ADMITTED)
+		if (!pl_selector_matches(&w->inventories[i].groups[g].selector, &n->labels))
 			continue;
-		for (int g = 0; g < inv->ngroups; g++) {
-			if (!pl_selector_matches(&inv->groups[g].selector, &n->labels))
-				continue;
-			if (!(*nmatch)++) {
-				*inv_out = i;
-				*group_out = g;
-			}
+		if (!(*nmatch)++) {
+			*inv_out = i;
+			*group_out = g;
 		}
 	}
 	return *nmatch;
@@ -268,6 +336,8 @@ int pl_bind(struct pl_world *w)
 		if (w->racks[k].generated || w->racks[k].keep || w->racks[k].remove)
 			check_rack(w, k);
 	rc = collect_slots(w);
+	if (!rc)
+		rc = index_selectors(w);
 	return rc ? rc : place(w, 0);
 }
 

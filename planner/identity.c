@@ -7,24 +7,47 @@
 
 #include "planner/planner.h"
 
-static size_t coord_key(char *buf, size_t size, const char *salt, const char *inv_uid,
-			const char *kind, const char *group, int rack, int node, int gpu)
+/* FNV-1a over the coordinate's fields, each ended by a separator byte so
+ * ("ab","c") and ("a","bc") differ; finished like pl_hash. */
+static uint64_t mix_str(uint64_t h, const char *s)
 {
-	int n = snprintf(buf, size, "%s|%s|%s|%s|%d|%d|%d", salt, inv_uid ? inv_uid : "",
-			 kind, group ? group : "", rack, node, gpu);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return (h ^ 0xff) * 0x100000001b3ull;
+}
 
-	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+static uint64_t mix_int(uint64_t h, int v)
+{
+	uint32_t u = (uint32_t)v;
+
+	for (int i = 0; i < 4; i++, u >>= 8)
+		h = (h ^ (u & 0xff)) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t finish(uint64_t h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static uint64_t coord_one(const char *salt, const char *inv_uid, const char *kind,
+			  const char *group, int rack, int node, int gpu)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = mix_str(mix_str(mix_str(mix_str(h, salt), inv_uid), kind), group);
+	return finish(mix_int(mix_int(mix_int(h, rack), node), gpu));
 }
 
 static void coord_hash(uint64_t out[2], const char *inv_uid, const char *kind,
 		       const char *group, int rack, int node, int gpu)
 {
-	char buf[512];
-
-	out[0] = pl_hash(buf, coord_key(buf, sizeof(buf), "mokka-hi", inv_uid, kind,
-					group, rack, node, gpu));
-	out[1] = pl_hash(buf, coord_key(buf, sizeof(buf), "mokka-lo", inv_uid, kind,
-					group, rack, node, gpu));
+	out[0] = coord_one("mokka-hi", inv_uid, kind, group, rack, node, gpu);
+	out[1] = coord_one("mokka-lo", inv_uid, kind, group, rack, node, gpu);
 }
 
 void pl_uuid(char out[37], const char *inv_uid, const char *kind,

@@ -10,6 +10,7 @@
  * out/nodes/<node>.yaml (each assigned Node's desired state, what
  * mokka-supervisor --state-source controlplane:DIR reads).  Without -o
  * everything goes to stdout.  The same input gives the same bytes. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -94,30 +95,60 @@ static const char *newest(const struct pl_world *w)
 	return t;
 }
 
-/* Write through a temporary name and rename: a watcher sees whole files. */
+/* The file's current bytes equal these? */
+static bool same_content(const char *path, const char *buf, size_t len)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[65536];
+	size_t off = 0, n;
+	bool same = f != NULL;
+
+	while (same && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		same = off + n <= len && !memcmp(chunk, buf + off, n);
+		off += n;
+	}
+	if (f)
+		fclose(f);
+	return same && off == len;
+}
+
+/* Write through a temporary name and rename, so a watcher (the supervisor
+ * reading nodes/) sees whole files; an unchanged file is not rewritten, so
+ * it sees no event either.  Durability is one syncfs at the end. */
 static int write_file(const char *dir, const char *name, int (*fn)(FILE *, struct pl_world *, const void *),
 		      struct pl_world *w, const void *arg)
 {
-	char path[4096], tmp[4200];
-	FILE *f;
+	char path[4096], tmp[4200], *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len), *f;
 	int rc;
 
+	if (!m)
+		return -errno;
+	rc = fn(m, w, arg);
+	if (fclose(m) && !rc)
+		rc = -EIO;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	if (rc || same_content(path, buf, len))
+		goto out;
 	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	rc = fn(f, w, arg);
-	if (fflush(f) || fsync(fileno(f)))
-		rc = rc ?: -errno;
-	if (fclose(f))
-		rc = rc ?: -errno;
+	if (!f) {
+		rc = -errno;
+		goto out;
+	}
+	if (fwrite(buf, 1, len, f) != len)
+		rc = -EIO;
+	if (fclose(f) && !rc)
+		rc = -errno;
 	if (!rc && rename(tmp, path))
 		rc = -errno;
-	if (rc) {
+	if (rc)
 		unlink(tmp);
+out:
+	if (rc)
 		fprintf(stderr, "mokka-plan: %s: %s\n", path, strerror(-rc));
-	}
+	free(buf);
 	return rc;
 }
 
@@ -143,6 +174,34 @@ static int w_node(FILE *f, struct pl_world *w, const void *arg)
 	return pl_emit_node_state(f, w, *(const int *)arg);
 }
 
+/* A Node no longer assigned loses its document (its supervisor keeps the
+ * last good state, see profile/controlplane.c). */
+static int prune_nodes(const char *dir, struct pl_world *w)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char name[256];
+		int ni;
+
+		if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".yaml"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), e->d_name);
+		ni = pl_hmap_gets(&w->node_by_name, name);
+		if (ni >= 0 && w->nodes[ni].state == PL_N_BOUND && w->racks[w->nodes[ni].rack].generated)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) && errno != ENOENT)
+			rc = -errno;
+	}
+	closedir(d);
+	return rc;
+}
+
 static int write_dir(const struct opts *o, struct pl_world *w, const char *now)
 {
 	char nodes_dir[4096], name[300];
@@ -164,6 +223,15 @@ static int write_dir(const struct opts *o, struct pl_world *w, const char *now)
 		rc = write_file(nodes_dir, name, w_node, w, &ns[i]);
 	}
 	free(ns);
+	rc = rc ?: prune_nodes(nodes_dir, w);
+	if (!rc) {
+		int fd = open(o->out_dir, O_RDONLY | O_DIRECTORY);
+
+		if (fd < 0 || syncfs(fd))
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
 	return rc;
 }
 

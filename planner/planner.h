@@ -157,6 +157,7 @@ struct pl_rack {
 	int clique_id;
 	/* planner state */
 	int inv;			/* owning inventory index, -1 none */
+	int gidx;			/* its group in that inventory, -1 none */
 	bool generated, keep, remove, foreign;
 };
 
@@ -233,6 +234,11 @@ struct pl_world {
 	struct pl_hmap policy_cells;	/* (inventory, group, rack) -> policy list */
 	int *cell_policies;
 	int ncell_policies, cap_cell_policies;
+	/* admitted groups (at most 64, in inventory order) and an index from
+	 * "key\0value" to the groups whose selector requires that label */
+	int ag_inv[PL_MAX_GROUPS], ag_g[PL_MAX_GROUPS], nag;
+	struct pl_hmap sel_index;
+	uint64_t *sel_masks, sel_always;
 	bool planned;
 };
 
@@ -277,6 +283,7 @@ bool pl_node_projected(const struct pl_node *n);
 /* ---- runtime policies (planner/policy*.c) */
 int pl_policies_plan(struct pl_world *w);
 const char *pl_scope_name(enum pl_scope s);
+int pl_cell_key(char *buf, size_t size, int inv, int g, int r);
 /* Effective runtime state of one GPU (defaults, then accepted policies
  * broad to narrow). */
 int pl_gpu_runtime(const struct pl_world *w, int rack, int slot, int gpu,

@@ -137,15 +137,21 @@ static bool overlap_in(const struct pl_world *w, const struct pl_policy *p,
 	return true;
 }
 
-static int cell_key(char *buf, size_t size, int inv, int g, int r)
+/* The binary key of a (inventory, group, rack) cell: 12 bytes. */
+int pl_cell_key(char *buf, size_t size, int inv, int g, int r)
 {
-	return snprintf(buf, size, "%d|%d|%d", inv, g, r);
+	int v[3] = { inv, g, r };
+
+	if (size < sizeof(v))
+		return -1;
+	memcpy(buf, v, sizeof(v));
+	return (int)sizeof(v);
 }
 
 static int cell_add(struct pl_world *w, int inv, int g, int r, int pol)
 {
 	char buf[48];
-	int len = cell_key(buf, sizeof(buf), inv, g, r);
+	int len = pl_cell_key(buf, sizeof(buf), inv, g, r);
 	int head = pl_hmap_get(&w->policy_cells, buf, (size_t)len);
 	int at = w->ncell_policies;
 
@@ -171,7 +177,7 @@ static int cell_add(struct pl_world *w, int inv, int g, int r, int pol)
 static int cell_head(const struct pl_world *w, int inv, int g, int r)
 {
 	char buf[48];
-	int len = cell_key(buf, sizeof(buf), inv, g, r);
+	int len = pl_cell_key(buf, sizeof(buf), inv, g, r);
 
 	return pl_hmap_get(&w->policy_cells, buf, (size_t)len);
 }

@@ -37,7 +37,7 @@ static int gather(const struct pl_world *w, int inv, int g, int r, int slot, int
 		  int *out, int n)
 {
 	char buf[48];
-	int len = snprintf(buf, sizeof(buf), "%d|%d|%d", inv, g, r);
+	int len = pl_cell_key(buf, sizeof(buf), inv, g, r);
 
 	for (int at = pl_hmap_get(&w->policy_cells, buf, (size_t)len); at >= 0 && n < PL_EVAL_MAX;
 	     at = w->cell_policies[2 * at + 1]) {
@@ -61,7 +61,7 @@ int pl_gpu_runtime(const struct pl_world *w, int k, int slot, int gpu, struct pl
 		*out = w->profiles[prof].defaults;
 	if (rk->inv < 0)
 		return 0;
-	g = pl_group_index(&w->inventories[rk->inv], rk->group);
+	g = rk->gidx >= 0 ? rk->gidx : pl_group_index(&w->inventories[rk->inv], rk->group);
 	if (g < 0)
 		return 0;
 	n = gather(w, rk->inv, g, -1, slot, gpu, pols, n);

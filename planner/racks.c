@@ -44,6 +44,7 @@ static void classify_existing(struct pl_world *w, struct pl_rack *rk)
 		return;
 	}
 	g = rk->group ? pl_group_index(inv, rk->group) : -1;
+	rk->gidx = g;
 	if (g < 0 || rk->index < 0 || rk->index >= inv->groups[g].count ||
 	    strcmp(rk->m.name, pl_rack_name(&w->arena, inv->m.name, rk->group, rk->index)))
 		rk->remove = true;	/* shrunk or removed from the declaration */
@@ -114,6 +115,7 @@ static int expand_group(struct pl_world *w, int i, int g)
 			rk->owner_uid = inv->m.uid;
 			rk->inv = i;
 			rk->index = r;
+			rk->gidx = g;
 			rk->generated = true;
 			if (pl_hmap_put(&w->rack_by_name, name, strlen(name), k, NULL) == -ENOMEM)
 				return -ENOMEM;

@@ -115,6 +115,8 @@ void pl_world_free(struct pl_world *w)
 	pl_hmap_free(&w->rack_by_name);
 	pl_hmap_free(&w->inv_by_name);
 	pl_hmap_free(&w->policy_cells);
+	pl_hmap_free(&w->sel_index);
+	free(w->sel_masks);
 	pl_arena_free(&w->arena);
 	memset(w, 0, sizeof(*w));
 }
@@ -163,6 +165,7 @@ struct pl_rack *pl_add_rack(struct pl_world *w)
 	if (p) {
 		p->m.order = w->nracks - 1;
 		p->inv = -1;
+		p->gidx = -1;
 	}
 	return p;
 }
