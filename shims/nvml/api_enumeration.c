@@ -44,6 +44,35 @@ NVML_API(nvmlDeviceGetHandleByIndex_v2, unsigned index, nvmlDevice_t *device)
 NVML_ALIAS(nvmlDeviceGetHandleByIndex, nvmlDeviceGetHandleByIndex_v2);
 NVML_ALIAS(nvmlDeviceGetHandleByIndex_v1, nvmlDeviceGetHandleByIndex_v2);
 
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned index,
+					       nvmlDevice_t *mig);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned length);
+
+/* A MIG device's UUID names its handle too (drivers since R470; the device
+ * plugin's health check finds a MIG device's GPU and instances this way):
+ * the MIG devices this process can see, GPU by GPU. */
+static nvmlReturn_t mig_by_uuid(const char *uuid, nvmlDevice_t *device)
+{
+	unsigned n = engine_device_count();
+	char u[96];
+
+	if (strncmp(uuid, "MIG-", 4) != 0)
+		return NVML_ERROR_NOT_FOUND;
+	for (unsigned i = 0; i < n; i++) {
+		nvmlDevice_t gpu, mig;
+
+		if (nvmlDeviceGetHandleByIndex_v2(i, &gpu) != NVML_SUCCESS)
+			continue;
+		for (unsigned k = 0; nvmlDeviceGetMigDeviceHandleByIndex(gpu, k, &mig) == NVML_SUCCESS; k++) {
+			if (nvmlDeviceGetUUID(mig, u, sizeof(u)) == NVML_SUCCESS && !strcmp(u, uuid)) {
+				*device = mig;
+				return NVML_SUCCESS;
+			}
+		}
+	}
+	return NVML_ERROR_NOT_FOUND;
+}
+
 NVML_API(nvmlDeviceGetHandleByUUID, const char *uuid, nvmlDevice_t *device)
 {
 	nvmlReturn_t rc = nvml_ready();
@@ -52,7 +81,8 @@ NVML_API(nvmlDeviceGetHandleByUUID, const char *uuid, nvmlDevice_t *device)
 		return rc;
 	if (!uuid || !device)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	return hand_out(engine_device_by_uuid(uuid), device, NVML_ERROR_NOT_FOUND);
+	rc = hand_out(engine_device_by_uuid(uuid), device, NVML_ERROR_NOT_FOUND);
+	return rc == NVML_ERROR_NOT_FOUND ? mig_by_uuid(uuid, device) : rc;
 }
 
 NVML_API(nvmlDeviceGetHandleByPciBusId_v2, const char *bus_id, nvmlDevice_t *device)

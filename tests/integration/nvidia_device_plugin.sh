@@ -13,7 +13,14 @@
 #  * Allocate of GPUs 0 and 2 answers NVIDIA_VISIBLE_DEVICES=<uuid0>,<uuid2>
 #    (the default envvar list strategy);
 #  * `mokka-ctl --gpu 2 xid 79` makes it report GPU 2, and only GPU 2,
-#    unhealthy within its health-check loop (NVML Xid events).
+#    unhealthy within its health-check loop (NVML Xid events);
+#  * MIG (a100 with declared layouts, staged by gpudriver; the plugin reads
+#    the MIG capability files under /proc/driver/nvidia, so the staged ones
+#    are bound there): --mig-strategy=single with every GPU 7 x 1g.5gb
+#    advertises 56 nvidia.com/gpu; --mig-strategy=mixed with GPU 0
+#    {1g.5gb: 3, 2g.10gb: 2} and GPU 1 {3g.20gb: 2} advertises 6
+#    nvidia.com/gpu, 3 nvidia.com/mig-1g.5gb, 2 mig-2g.10gb, 2 mig-3g.20gb,
+#    all healthy (its health check finds each MIG device by its UUID).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../nvidia_stack_lib.sh"
 
@@ -69,4 +76,56 @@ check "after xid 79 on GPU 2 the plugin reports exactly GPU 2 unhealthy" \
 	sh -c "[ $hrc -eq 0 ] && grep -q '^devices nvidia.com/gpu healthy=7 unhealthy=${UUIDS[2]} total=8' '$T/harness.log'"
 check "the plugin logged the Xid" grep -q 'Xid=79' "$T/plugin.log"
 [ "$FAILS" -eq 0 ] || tail -30 "$T/plugin.log" | sed 's/^/#   /'
+stop_supervisor
+
+# ---- MIG strategies over declared layouts
+/usr/bin/python3 - "$S/etc/profiles/a100.yaml" "$T" <<'PYEOF'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+for d in p["devices"]:
+    d["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 7}}
+yaml.safe_dump(p, open(sys.argv[2] + "/single.yaml", "w"))
+p = yaml.safe_load(open(sys.argv[1]))
+p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 3, "2g.10gb": 2}}
+p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {"3g.20gb": 2}}
+yaml.safe_dump(p, open(sys.argv[2] + "/mixed.yaml", "w"))
+PYEOF
+mig_run() { # mig_run STRATEGY NRESOURCES: stage $T/STRATEGY.yaml, list what the plugin advertises
+	local st=$1 h=$T/mig-$1 d=$T/dp-$1 dr
+	dr=$h$R/driver
+	mkdir -p "$h" "$d"
+	MOKKA_PKGLIBDIR=$B/.libs "$B/mokka-worker-gpudriver" --host-root "$h" --config "$T/$st.yaml" stage \
+		> "$T/stage-$st.log" 2>&1 || { sed 's/^/#   /' "$T/stage-$st.log"; fail "$st: staging"; return; }
+	"$T/kubeletharness" -socket "$d/kubelet.sock" -list-only "$2" -timeout 60s > "$T/harness-$st.log" 2>&1 &
+	HPID=$!
+	wait_for 10 test -S "$d/kubelet.sock" || { fail "$st: the harness never listened"; return; }
+	cat > "$T/ns-$st.sh" <<NSEOF
+mkdir -p "$T/ov-$st/up" "$T/ov-$st/work"
+mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$T/ov-$st/up,workdir=$T/ov-$st/work" /var/lib || exit 90
+mkdir -p /var/lib/kubelet/device-plugins
+mount --bind "$d" /var/lib/kubelet/device-plugins || exit 91
+mount -t tmpfs none /proc/driver && mkdir /proc/driver/nvidia /proc/driver/nvidia-caps || exit 92
+mount --bind "$dr/proc/driver/nvidia" /proc/driver/nvidia || exit 93
+mount --bind "$dr/proc/driver/nvidia-caps" /proc/driver/nvidia-caps || exit 94
+exec env -u MOCK_NVML_CONFIG -u MOCK_NVML_OVERRIDES LD_LIBRARY_PATH="$dr/usr/lib64" \
+	"$DP" --driver-root="$dr" --fail-on-init-error=true --kubelet-socket="$d/kubelet.sock" --mig-strategy=$st
+NSEOF
+	unshare -m --propagation private bash "$T/ns-$st.sh" > "$T/plugin-$st.log" 2>&1 &
+	PPID_=$!
+	wait "$HPID" || fail "$st: the harness: $(tail -1 "$T/harness-$st.log")"
+	HPID=
+	sleep 3		# the health check starts once the plugins serve: let it judge
+	stop_all
+	note "--mig-strategy=$st:"; sed 's/^/#   /' "$T/harness-$st.log"
+	check "$st: no device marked unhealthy" sh -c "! grep -q 'marked unhealthy' '$T/plugin-$st.log'"
+	[ "$FAILS" -eq 0 ] || grep -v '^ \|^[{}]' "$T/plugin-$st.log" | tail -15 | sed 's/^/#   /'
+}
+mig_run single 1
+check "single: 56 healthy nvidia.com/gpu (8 GPUs x 7 x 1g.5gb)" \
+	grep -qx 'devices nvidia.com/gpu healthy=56 total=56' "$T/harness-single.log"
+mig_run mixed 4
+for r in "gpu healthy=6 total=6" "mig-1g.5gb healthy=3 total=3" "mig-2g.10gb healthy=2 total=2" \
+	"mig-3g.20gb healthy=2 total=2"; do
+	check "mixed: nvidia.com/$r" grep -qx "devices nvidia.com/$r" "$T/harness-mixed.log"
+done
 finish

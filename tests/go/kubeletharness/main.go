@@ -50,6 +50,7 @@ func main() {
 	until := flag.String("until", "", "stop when this holds: unhealthy:<id> | unhealthy-count:<n>")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after this long")
 	ready := flag.String("ready-file", "", "created once Allocate answered (the test injects faults after it)")
+	listOnly := flag.Int("list-only", 0, "accept this many registrations (one per resource), print each one's first device list, exit")
 	flag.Parse()
 	if *sock == "" {
 		fmt.Fprintln(os.Stderr, "kubeletharness: -socket is required")
@@ -68,6 +69,9 @@ func main() {
 	defer srv.Stop()
 
 	deadline := time.After(*timeout)
+	if *listOnly > 0 {
+		os.Exit(listResources(reg, *listOnly, *sock, *timeout, deadline))
+	}
 	var req *pluginapi.RegisterRequest
 	select {
 	case req = <-reg.got:
@@ -139,6 +143,63 @@ func main() {
 			os.Exit(0)
 		}
 	}
+}
+
+// listResources: n plugins (the MIG strategies register one per resource):
+// each one's first ListAndWatch answer, printed as a "devices" line.
+func listResources(reg *registration, n int, sock string, timeout time.Duration, deadline <-chan time.Time) int {
+	done := make(chan string, n)
+	for i := 0; i < n; i++ {
+		var req *pluginapi.RegisterRequest
+		select {
+		case req = <-reg.got:
+		case <-deadline:
+			fmt.Printf("FAIL: %d of %d plugins registered within %v\n", i, n, timeout)
+			return 1
+		}
+		go func(req *pluginapi.RegisterRequest) {
+			ep := filepath.Join(filepath.Dir(sock), req.Endpoint)
+			conn, err := grpc.NewClient("unix://"+ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				done <- fmt.Sprintf("FAIL: dial %s: %v", ep, err)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			st, err := pluginapi.NewDevicePluginClient(conn).ListAndWatch(ctx, &pluginapi.Empty{})
+			if err != nil {
+				done <- fmt.Sprintf("FAIL: ListAndWatch %s: %v", req.ResourceName, err)
+				return
+			}
+			resp, err := st.Recv()
+			if err != nil {
+				done <- fmt.Sprintf("FAIL: ListAndWatch %s: %v", req.ResourceName, err)
+				return
+			}
+			healthy := 0
+			for _, d := range resp.Devices {
+				if d.Health == pluginapi.Healthy {
+					healthy++
+				}
+			}
+			done <- fmt.Sprintf("devices %s healthy=%d total=%d", req.ResourceName, healthy, len(resp.Devices))
+		}(req)
+	}
+	var lines []string
+	for i := 0; i < n; i++ {
+		select {
+		case l := <-done:
+			lines = append(lines, l)
+		case <-deadline:
+			fmt.Println("FAIL: no device list within", timeout)
+			return 1
+		}
+	}
+	sort.Strings(lines)
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	return 0
 }
 
 // pick: the IDs to allocate, "first:N" taken in the order listed.
