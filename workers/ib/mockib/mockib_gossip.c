@@ -159,8 +159,11 @@ static int learn(void *arg, const struct mib_gossip_entry *e)
 		}
 		return 0;
 	}
-	if (!e->host[0] || (linked(r, e->node, NULL) && !linked(r, e->node, NULL)->dial[0]))
+	if (!e->host[0] || (linked(r, e->node, NULL) && !linked(r, e->node, NULL)->dial[0])) {
+		log_debug("relay: %s lists %s (%s): linked or no address", x->c->remote, e->node,
+			  e->host);
 		return 0;
+	}
 	if ((k = known_find(r, e->node))) {
 		if (e->version > k->e.version) {
 			k->e = *e;
@@ -193,6 +196,7 @@ static void dial_due(struct mockib *d, uint64_t now)
 			k->next_try = now + DIALING_MS;
 			continue;
 		}
+		log_debug("relay: dialing member %s at %s:%d", k->e.node, k->e.host, k->e.port);
 		if ((c = mib_conn_dial(d, k->e.host, k->e.port, true))) {
 			snprintf(c->dial, sizeof(c->dial), "%s", k->e.node);
 			k->next_try = now + DIALING_MS;

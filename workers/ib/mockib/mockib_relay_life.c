@@ -16,6 +16,7 @@
 
 #define HELLO_TIMEOUT_MS 10000		/* an accepted socket must REGISTER */
 #define BACKOFF_MAX_MS 30000
+#define CONNECT_TIMEOUT_MS 4000		/* then the dial backs off and retries */
 
 uint64_t mib_jitter(uint64_t ms)
 {
@@ -36,8 +37,8 @@ static void peer_connect(struct mockib *d, int i)
 	struct mib_peer *p = &d->relay->peers[i];
 	struct mib_conn *c = mib_conn_dial(d, p->host, p->port, p->warned);
 
-	p->warned = true;
 	if (!c) {
+		p->warned = true;
 		p->next_try = mib_now_ms() + mib_backoff(++p->fails);
 		return;
 	}
@@ -245,6 +246,10 @@ void mib_relay_tick(struct mockib *d, uint64_t now)
 		return;
 	for (struct mib_conn *c = r->conns, *n; c; c = n) {
 		n = c->next;
+		if (c->connecting && now - c->since > CONNECT_TIMEOUT_MS) {
+			mib_conn_close(d, c, "connect timed out", false);
+			continue;
+		}
 		if (!c->dead && !c->connecting && !c->outgoing && !c->remote[0] &&
 		    now - c->since > HELLO_TIMEOUT_MS) {
 			log_warn("relay: %s sent no REGISTER in %d s; closing", c->addr,
