@@ -13,7 +13,8 @@ G=0000:1a:00.0
 
 cp "$S/etc/profiles/h100.yaml" "$T/profile.yaml"
 tree_snapshot "$ROOT" > "$T/before"
-start_supervisor --config "$T/profile.yaml" --simulators pcibus,gpudriver --node-name node-a
+start_supervisor --config "$T/profile.yaml" --simulators pcibus,gpudriver,cri \
+	--container-runtime none --node-name node-a
 wait_for 30 is_code /readyz 200 || die "/readyz never 200: $(cat "$T/body")"
 pcifs_pid() { pgrep -P "$SUP_PID" -f '^mokka-pcifs' | head -1; }
 in_ns() { nsenter -t "$SUP_PID" -m -- "$@"; }
@@ -25,6 +26,17 @@ check "capabilities: CAP_SYS_ADMIN only" [ "$(awk '/^CapEff/ { print $2 }' /proc
 check "the view is mounted in the supervisor's namespace" wait_for 10 served
 check "a write through it takes effect" in_ns sh -c "echo $G > '$VIEW/sys/bus/pci/drivers/nvidia/unbind' && [ ! -e '$VIEW/sys/bus/pci/devices/$G/driver' ]"
 check "binding file: GPU 0 unbound" grep -qx "$G -" "$ROOT$R/driver/config/pci-drivers"
+# The supervisor's next pass (SIGHUP from mokka-pcifs) re-renders the CDI
+# spec and the NFD features without the GPU nvidia no longer holds.
+SPEC=$ROOT/var/run/cdi/nvidia.yaml
+NFD=$ROOT/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features
+uuid0=GPU-2330de10-0000-0000-0000-000000000000
+check "CDI spec drops GPU 0" wait_for 15 sh -c "[ -s '$SPEC' ] && ! grep -q '$uuid0' '$SPEC' && grep -q 'GPU-2330de10-0000-0000-0000-000000000001' '$SPEC'"
+check "NFD features: 7 GPUs" wait_for 15 grep -qx mokka.gpu.count=7 "$NFD"
+in_ns sh -c "echo $G > '$VIEW/sys/bus/pci/drivers/nvidia/bind'" || fail "bind GPU 0 back"
+check "CDI spec has GPU 0 again" wait_for 15 grep -q "$uuid0" "$SPEC"
+check "NFD features: 8 GPUs again" wait_for 15 grep -qx mokka.gpu.count=8 "$NFD"
+in_ns sh -c "echo $G > '$VIEW/sys/bus/pci/drivers/nvidia/unbind'" || fail "unbind GPU 0 again"
 
 # A profile edit: new pass, Reload (SIGHUP), the binding survives.
 sed -i 's/^\(\s*driver_version:\).*/\1 "550.999.01"/' "$T/profile.yaml"

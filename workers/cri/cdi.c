@@ -17,6 +17,7 @@
 
 #include "ipc/log.h"
 #include "overrides/overrides.h"
+#include "shims/nvml/pcibind.h"
 #include "workers/cri/cri.h"
 
 #define MAX_EDITS 16
@@ -222,6 +223,16 @@ static void put_device(FILE *f, const char *name, const struct edits *e)
 	put_edits(f, e, "    ");
 }
 
+/* mokka-pcifs's binding file says the nvidia driver does not hold d. */
+static bool gpu_detached(const struct host *h, const struct state *s,
+			 const struct state_device *d)
+{
+	char rel[512], full[8192];
+
+	snprintf(rel, sizeof(rel), "%s/driver/config/config.yaml", s->mock_root);
+	return host_path(h, rel, full, sizeof(full)) == 0 && pcibind_detached(full, d->bus_id);
+}
+
 /* CDI device names: letters, digits, '_', '-', '.', ':', starting with a
  * letter or digit. */
 static bool cdi_name_ok(const char *n)
@@ -253,6 +264,8 @@ static int put_devices(const struct host *h, const struct state *s, FILE *f, boo
 		gpu_node(h, s, &one, d);
 		if (!one.nnodes)
 			continue;	/* not staged (yet, or any more) */
+		if (gpu_detached(h, s, d))
+			continue;	/* on vfio-pci, unbound or removed (mokka-pcifs) */
 		n++;
 		all->nodes[all->nnodes++] = one.nodes[0];
 		snprintf(name, sizeof(name), "%d", d->index);

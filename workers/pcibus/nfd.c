@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ipc/log.h"
+#include "shims/nvml/pcibind.h"
 #include "workers/manifest.h"
 #include "workers/pcibus/pcibus.h"
 
@@ -67,9 +68,25 @@ struct feature {
 	void (*value)(const struct state *s, char *out, size_t len);
 };
 
+/* GPUs the nvidia driver holds (nfd_render counts them from mokka-pcifs's
+ * binding file: one on vfio-pci is not the driver's). */
+static int gpus_held;
+
 static void value_count(const struct state *s, char *out, size_t len)
 {
-	snprintf(out, len, "%d", s->num_devices);
+	snprintf(out, len, "%d", gpus_held);
+}
+
+static int count_held(const struct host *h, const struct state *s)
+{
+	char rel[512], full[8192];
+	int n = 0;
+
+	snprintf(rel, sizeof(rel), "%s/driver/config/config.yaml", s->mock_root);
+	for (int i = 0; i < s->num_devices; i++)
+		n += host_path(h, rel, full, sizeof(full)) < 0 ||
+		     !pcibind_detached(full, s->devices[i].bus_id);
+	return n;
 }
 
 static void value_driver(const struct state *s, char *out, size_t len)
@@ -206,6 +223,7 @@ int nfd_render(struct host *h, const struct state *s, struct sim_errors *errs)
 		return 0;
 	/* Line one stays exactly what the reference writes; consumers grep it. */
 	off = (size_t)snprintf(doc, sizeof(doc), "pci-10de.present=true\n");
+	gpus_held = count_held(h, s);
 	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
 		features[i].value(s, value, sizeof(value));
 		if (value[0] && off < sizeof(doc))

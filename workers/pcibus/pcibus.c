@@ -81,12 +81,14 @@ static int pcibus_stage(struct sim_ctx *ctx, const struct state *s, struct sim_e
 
 /* mokka-pcifs serves the published tree with the kernel's write semantics
  * at R/run/pcifs; Reload (SIGHUP after each pass) makes it re-read the
- * tree and its config, keeping the node's bindings. */
+ * tree and its config, keeping the node's bindings.  --notify-parent: a
+ * GPU leaving or joining nvidia SIGHUPs the supervisor, whose next pass
+ * re-renders the CDI spec and the NFD features without it. */
 static int pcibus_daemon(struct sim_ctx *ctx, const struct state *s,
 			 struct ipc_daemon_spec *d, struct sim_errors *errs)
 {
 	const char *argv[] = { "mokka-pcifs", "--mock-root", s->mock_root, "--host-root",
-			       ctx->host.root[0] ? ctx->host.root : "/" };
+			       ctx->host.root[0] ? ctx->host.root : "/", "--notify-parent" };
 
 	snprintf(d->name, sizeof(d->name), "mokka-pcifs");
 	snprintf(d->reload_file, sizeof(d->reload_file), "%s" PCIFS_CONF, s->mock_root);

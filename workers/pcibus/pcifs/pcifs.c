@@ -29,6 +29,8 @@ static char conf_path[PATH_MAX], state_path[PATH_MAX], mount_dir[PATH_MAX];
 static char config_path[PATH_MAX], overrides_path[PATH_MAX];
 static unsigned saved_gen = ~0u;
 static volatile sig_atomic_t want_reload;
+static bool notify_parent;
+static char held_gpus[8192];	/* the NVIDIA functions nvidia holds, for --notify-parent */
 
 static bool busy(const struct pcifs_model *m, int fn)
 {
@@ -50,6 +52,28 @@ static bool read_iommu(void)
 	return on;
 }
 
+/* The supervisor re-runs its pass on SIGHUP: CDI spec and NFD features
+ * follow a GPU leaving or joining nvidia (after the write returned). */
+static void notify(void)
+{
+	char now[sizeof(held_gpus)];
+	size_t off = 0;
+
+	for (int i = 0; i < model.nfns && off + 20 < sizeof(now); i++) {
+		const struct pcifs_fn *f = &model.fns[i];
+
+		if (f->vendor == 0x10de && f->present && f->driver >= 0 &&
+		    !strcmp(model.drv[f->driver].name, "nvidia"))
+			off += (size_t)snprintf(now + off, sizeof(now) - off, "%s ", f->bdf);
+	}
+	now[off] = '\0';
+	if (!strcmp(now, held_gpus))
+		return;
+	if (held_gpus[0] && notify_parent && getppid() != 1)
+		kill(getppid(), SIGHUP);
+	snprintf(held_gpus, sizeof(held_gpus), "%s", now);
+}
+
 static void persist(void)
 {
 	int r;
@@ -60,6 +84,7 @@ static void persist(void)
 		log_warn("%s: write: %s", state_path, strerror(-r));
 	else
 		saved_gen = model.gen;
+	notify();
 }
 
 static void reload_now(void)
@@ -255,6 +280,8 @@ static const char usage[] =
 	"  --mock-root R     host path of the mock tree (/var/lib/nvml-mock)\n"
 	"  --host-root DIR   root that host paths live under (default /)\n"
 	"  --mount DIR       mount point (default <host-root>R" PCIFS_MOUNT ")\n"
+	"  --notify-parent   SIGHUP the parent (the supervisor) when a GPU leaves\n"
+	"                    or joins nvidia\n"
 	"  --help, --version\n";
 
 static int parse_args(int argc, char **argv)
@@ -268,6 +295,8 @@ static int parse_args(int argc, char **argv)
 			mock = argv[++i];
 		else if (!strcmp(argv[i], "--mount") && i + 1 < argc)
 			mnt = argv[++i];
+		else if (!strcmp(argv[i], "--notify-parent"))
+			notify_parent = true;
 		else if (!strcmp(argv[i], "--version")) {
 			printf("mokka-pcifs %s\n", MOKKA_VERSION);
 			return 0;
