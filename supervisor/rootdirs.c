@@ -4,31 +4,40 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "supervisor/rootdirs.h"
 
+/* mkdir -p of full below its first skip bytes (the host root), never
+ * through a link planted there (fileio/beneath.h). */
 static int mkdirs(struct rootdirs *rd, const char *full, size_t skip)
 {
-	char p[4096];
+	char p[4096], root[4096];
 	size_t n = strlen(full);
+	int rootfd, r = 0;
 
 	if (n >= sizeof(p))
 		return -ENAMETOOLONG;
 	memcpy(p, full, n + 1);
-	for (size_t i = skip + 1; i <= n; i++) {
+	memcpy(root, full, skip);
+	root[skip] = '\0';
+	if ((rootfd = beneath_root(root)) < 0)
+		return rootfd;
+	for (size_t i = skip + 1; i <= n && r == 0; i++) {
 		if (p[i] != '/' && p[i] != '\0')
 			continue;
 		char c = p[i];
 		p[i] = '\0';
-		if (mkdir(p, 0755) == 0) {
-			if (rd->n < ROOTDIRS_MAX)
-				snprintf(rd->created[rd->n++], sizeof(rd->created[0]), "%s", p);
-		} else if (errno != EEXIST) {
-			return -errno;
-		}
+		r = beneath_mkdir(rootfd, p + skip, 0755);
+		if (r == 0 && rd->n < ROOTDIRS_MAX)
+			snprintf(rd->created[rd->n++], sizeof(rd->created[0]), "%s", p);
+		if (r == -ELOOP)
+			log_error("%s: a symbolic link Mokka did not make: refusing to follow it", p);
+		r = r == -EEXIST ? 0 : r;
 		p[i] = c;
 	}
-	return 0;
+	close(rootfd);
+	return r;
 }
 
 /* What a start created is recorded in R/state, so that a supervisor

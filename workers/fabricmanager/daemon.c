@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 
 #define MARKER "fabricmanager.ready"
@@ -67,28 +68,55 @@ static void marker_path(const struct fm_conf *c, char *buf, size_t len)
 	snprintf(buf, len, "%s%s/%s", host_root, c->state_dir, MARKER);
 }
 
+/* The marker beneath the host root, never through a link
+ * (fileio/beneath.h): the parent's fd, or -errno. */
+static int marker_dir(const struct fm_conf *c, const char **name)
+{
+	char rel[PATH_MAX + 32];
+	int rootfd = beneath_root(host_root), dfd;
+
+	if (rootfd < 0)
+		return rootfd;
+	snprintf(rel, sizeof(rel), "%s/%s", c->state_dir, MARKER);
+	dfd = beneath_parent(rootfd, rel, name);
+	*name = MARKER;
+	close(rootfd);
+	return dfd;
+}
+
 static void marker_remove(const struct fm_conf *c)
 {
 	char m[PATH_MAX * 2];
+	const char *name;
+	int dfd = marker_dir(c, &name);
 
 	marker_path(c, m, sizeof(m));
-	if (unlink(m) < 0 && errno != ENOENT)
-		log_warn("%s: unlink: %s", m, strerror(errno));
+	if (dfd == -ENOENT)
+		return;
+	if (dfd < 0 || (unlinkat(dfd, name, 0) < 0 && errno != ENOENT))
+		log_warn("%s: unlink: %s", m, strerror(dfd < 0 ? -dfd : errno));
+	if (dfd >= 0)
+		close(dfd);
 }
 
 static void marker_assert(const struct fm_conf *c)
 {
 	char m[PATH_MAX * 2];
-	int fd;
+	const char *name;
+	int dfd = marker_dir(c, &name), fd = -1;
 
 	marker_path(c, m, sizeof(m));
 	/* Re-created every tick: something may have deleted it. */
-	fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (dfd >= 0)
+		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
-		log_warn("%s: create: %s", m, strerror(errno));
+		log_warn("%s: create: %s", m, strerror(dfd < 0 ? -dfd : errno));
+		if (dfd >= 0)
+			close(dfd);
 		return;
 	}
 	close(fd);
+	close(dfd);
 }
 
 static const char usage[] =

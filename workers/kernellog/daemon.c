@@ -38,6 +38,7 @@
 struct kl {
 	char devices[PATH_MAX], overrides[PATH_MAX], xids[PATH_MAX], state[PATH_MAX];
 	char dir[PATH_MAX];			/* R/kernellog: the lock */
+	char root[PATH_MAX];			/* --host-root ("" for /): the above start with it */
 	const char *kernel_log;
 	int ndev;
 	struct klog_dev dev[KLOG_MAX_DEVICES];
@@ -56,26 +57,42 @@ static int slurp(const char *path, char **out, size_t *len)
 	return fileio_read(path, MAX_FILE, out, len, NULL, 0);
 }
 
-static int write_atomic(const char *path, const char *text)
+/* Atomically replace rel (a host path) beneath root, never through a
+ * link (fileio/beneath.h); the temporary is named as host.c names its,
+ * so a killed daemon's is swept by the next Stage and by teardown. */
+static int write_atomic(const char *root, const char *rel, const char *text)
 {
-	char tmp[PATH_MAX + 16];
+	char tmp[NAME_MAX + 1];
+	const char *name;
 	size_t len = strlen(text);
-	int fd, r = 0;
+	int rootfd = beneath_root(root), dfd, fd, r = 0;
 
-	/* Named as host.c names its temporaries, so a killed daemon's is
-	 * swept by the next Stage and by teardown (fileio/beneath.h). */
-	snprintf(tmp, sizeof(tmp), "%s" BENEATH_TMP "%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
+	if (rootfd < 0)
+		return rootfd;
+	dfd = beneath_parent(rootfd, rel, &name);
+	close(rootfd);
+	if (dfd < 0)
+		return dfd;
+	if (snprintf(tmp, sizeof(tmp), "%s" BENEATH_TMP "%d", name, (int)getpid()) >=
+	    (int)sizeof(tmp)) {
+		close(dfd);
+		return -ENAMETOOLONG;
+	}
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
 	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
 		r = errno ? -errno : -EIO;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0)
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
 	return r;
 }
 
@@ -149,7 +166,7 @@ static void load_journal(struct kl *k)
 static void save_state(struct kl *k)
 {
 	char *text = klog_announced_render(&k->ann);
-	int r = text ? write_atomic(k->state, text) : -ENOMEM;
+	int r = text ? write_atomic(k->root, k->state + strlen(k->root), text) : -ENOMEM;
 
 	if (r < 0)
 		log_warn("%s: %s (an Xid may be announced again after a restart)", k->state,
@@ -320,7 +337,13 @@ static void announce_doc(struct kl *k)
 /* One pass under the lock; nothing at all without the device map. */
 static void tick(struct kl *k)
 {
-	int dfd = open(k->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int rootfd = beneath_root(k->root), dfd = -1;
+
+	/* The lock directory, reached without a link (fileio/beneath.h). */
+	if (rootfd >= 0) {
+		dfd = beneath_open(rootfd, k->dir + strlen(k->root), O_RDONLY | O_DIRECTORY, 0);
+		close(rootfd);
+	}
 
 	if (dfd >= 0) {
 		while (flock(dfd, LOCK_EX) < 0 && errno == EINTR)
@@ -396,6 +419,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mokka-kernellog: %s%s: path too long\n", host_root, mock_root);
 		return 2;
 	}
+	snprintf(k.root, sizeof(k.root), "%s", host_root);
 	snprintf(k.state, sizeof(k.state), "%s%s%s", host_root, mock_root, KLOG_ANNOUNCED);
 	snprintf(k.dir, sizeof(k.dir), "%s%s%s", host_root, mock_root, KLOG_DIR);
 	if (ovr_xids_path(k.xids, sizeof(k.xids), k.overrides) < 0) {
