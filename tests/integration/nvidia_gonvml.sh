@@ -132,5 +132,23 @@ for p in "$S"/etc/profiles/*.yaml; do
 	rm -rf "$h"
 done
 [ "$n" -gt 0 ] || fail "no profiles in $S/etc/profiles"
+
+# MIG on: a100 with declared layouts (GPU 0 {1g.5gb: 3, 2g.10gb: 2}, GPU 1
+# {3g.20gb: 2}); the walk covers the 7 MIG device handles too.
+"$PY" - "$S/etc/profiles/a100.yaml" "$T/a100-mig.yaml" <<'PYEOF'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 3, "2g.10gb": 2}}
+p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {"3g.20gb": 2}}
+yaml.safe_dump(p, open(sys.argv[2], "w"))
+PYEOF
+if MOKKA_PKGLIBDIR=$B/.libs stage "$T/a100-mig" "$T/a100-mig.yaml"; then
+	env -u MOCK_NVML_CONFIG -u MOCK_NVML_OVERRIDES LD_LIBRARY_PATH="$T/a100-mig$R/driver/usr/lib64" \
+		timeout 120 "$T/nvmlwalk" -out "$T/a100-mig.json" > "$T/walk.a100-mig" 2>&1
+	check "a100-mig: $(tail -1 "$T/walk.a100-mig")" grep -q ', 8 GPUs, 7 MIG devices, .* 0 failures$' "$T/walk.a100-mig"
+	grep '^FAIL\|died' "$T/walk.a100-mig" | head -20 | sed 's/^/#   /'
+else
+	fail "a100-mig: staging failed"
+fi
 note "symbols go-nvml calls that the mock does not export (skipped): $(cat "$T"/missing.* 2>/dev/null | sort -u | tr '\n' ' ')"
 finish

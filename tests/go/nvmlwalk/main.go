@@ -53,6 +53,7 @@ type report struct {
 	Count    int      `json:"count"`
 	Methods  int      `json:"methods"`
 	Gpus     []gpu    `json:"gpus"`
+	Migs     []gpu    `json:"mig_devices"`
 	Missing  []string `json:"missing_symbols"`
 	Skipped  []string `json:"skipped_methods"`
 	Failures []string `json:"failures"`
@@ -309,6 +310,34 @@ func child(only map[string]bool, skip map[string]bool, out string, noSet bool) i
 		}
 		rep.Gpus = append(rep.Gpus, g)
 	}
+	// The MIG devices too (MIG on): every method on each handle, read-only
+	// ones only (a setter on a MIG handle could tear its instance down
+	// under the walk).
+	for i, d := range w.devs {
+		for k := 0; ; k++ {
+			m, r := d.GetMigDeviceHandleByIndex(k)
+			if r != nvml.SUCCESS {
+				break
+			}
+			g := gpu{Index: i*1000 + k, Calls: map[string]call{}}
+			for _, me := range ms {
+				if skip[me.Name] || mutating.MatchString(me.Name) {
+					continue
+				}
+				fmt.Fprintf(errw, "nvmlwalk: calling %s\n", me.Name)
+				errw.Flush()
+				c, _, perr := w.invoke(m, i, me)
+				if perr != "" {
+					rep.Failures = append(rep.Failures, fmt.Sprintf("gpu%d mig%d %s: %s", i, k, me.Name, perr))
+					c.Rc = "PANIC"
+				} else if c.Rc == "ERROR_UNKNOWN" {
+					rep.Failures = append(rep.Failures, fmt.Sprintf("gpu%d mig%d %s: ERROR_UNKNOWN", i, k, me.Name))
+				}
+				g.Calls[me.Name] = c
+			}
+			rep.Migs = append(rep.Migs, g)
+		}
+	}
 	fmt.Fprintf(errw, "nvmlwalk: done\n")
 	errw.Flush()
 	b, _ := json.MarshalIndent(rep, "", " ")
@@ -404,8 +433,11 @@ func finish(out string, skip map[string]string) int {
 	for _, g := range rep.Gpus {
 		calls += len(g.Calls)
 	}
-	fmt.Printf("nvmlwalk: driver %s, %d GPUs, %d Device methods, %d calls, %d symbols missing, %d failures\n",
-		rep.Driver, rep.Count, rep.Methods, calls, len(rep.Missing), len(rep.Failures))
+	for _, g := range rep.Migs {
+		calls += len(g.Calls)
+	}
+	fmt.Printf("nvmlwalk: driver %s, %d GPUs, %d MIG devices, %d Device methods, %d calls, %d symbols missing, %d failures\n",
+		rep.Driver, rep.Count, len(rep.Migs), rep.Methods, calls, len(rep.Missing), len(rep.Failures))
 	if len(rep.Failures) > 0 {
 		return 1
 	}
