@@ -31,6 +31,33 @@ RUN cd /src && ./autogen.sh && mkdir -p /build && cd /build && \
     make -j"$(nproc)" && make install-strip DESTDIR=/out && \
     find /out -name '*.la' -delete
 
+# ---- NVIDIA Container Toolkit, the real one ---------------------------------
+# nvidia-container-runtime, nvidia-ctk and nvidia-cdi-hook, built unmodified
+# from the Go module proxy at the release tests/go/versions.env pins (keep
+# NVIDIA_CTK_VERSION in step).  cri installs them on the host from
+# /usr/libexec/mokka/container-toolkit, so containerd's nvidia handler runs
+# the real runtime in CDI mode.  Debian 12's Go (1.19) is too old to build
+# them; it fetches the Go toolchain, which the proxy serves as a module.
+# Opt in with --build-arg NVIDIA_CTK_VERSION=v1.19.1 (empty, the default:
+# no toolkit, containerd's runc serves the nvidia handler with its own CDI
+# support).  An image with it needs the DaemonSet to mount /usr/bin and
+# /etc/nvidia-container-runtime writable at /host (cri links them there)
+# and a host whose / has the C library (cri runs nvidia-ctk chrooted).
+FROM ${BASE} AS toolkit
+ENV DEBIAN_FRONTEND=noninteractive
+ARG NVIDIA_CTK_VERSION=
+ARG GO_TOOLCHAIN=go1.25.5
+RUN set -eu; mkdir -p /toolkit; [ -n "$NVIDIA_CTK_VERSION" ] || exit 0; \
+    apt-get update -q; \
+    apt-get install -y -q --no-install-recommends golang-go gcc libc6-dev ca-certificates; \
+    tc=golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-$(dpkg --print-architecture); \
+    cd /tmp && GOPATH=/go GOFLAGS=-modcacherw go mod download "$tc"; \
+    for c in nvidia-container-runtime nvidia-ctk nvidia-cdi-hook; do \
+	GOPATH=/go GOBIN=/toolkit GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+	    "/go/pkg/mod/$tc/bin/go" install "github.com/NVIDIA/nvidia-container-toolkit/cmd/$c@$NVIDIA_CTK_VERSION"; \
+    done; \
+    rm -rf /go /root/.cache /var/lib/apt/lists/*
+
 # ---- the node image --------------------------------------------------------
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive
@@ -62,6 +89,7 @@ RUN set -eu; \
     install -D -m 0755 x/usr/lib/nvidia/current/nvidia-smi /usr/share/mokka/nvidia-smi; \
     cd / && rm -rf /tmp/smi /var/lib/apt/lists/*
 COPY --from=build /out/ /
+COPY --from=toolkit /toolkit/ /usr/libexec/mokka/container-toolkit/
 # Every program and shim resolves its libraries here (fails the build if not).
 RUN set -eu; for f in /usr/bin/mokka-* /usr/libexec/mokka/* /usr/lib/mokka/*.so*; do \
 	if ldd "$f" | grep 'not found'; then echo "$f: missing libraries" >&2; exit 1; fi; \
