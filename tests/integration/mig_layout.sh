@@ -7,7 +7,9 @@
 # next Stage (the layout applies only to a GPU without a document);
 # mokka-ctl reset --gpu 0 forgets GPU 0's document and the next Stage
 # declares it again while GPU 1 keeps its change; a layout that does not
-# fit is refused when the profile compiles, naming line and column.
+# fit is refused when the profile compiles, naming line and column; with
+# mig.activation: reset, -mig 1 stays pending until mokka-ctl gpu-reset,
+# which is refused while a GPU has instances.
 set -u
 B=${MOKKA_BUILDDIR:?}
 S=${MOKKA_SRCDIR:?}
@@ -30,6 +32,7 @@ import sys, yaml
 p = yaml.safe_load(open(sys.argv[1]))
 p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 3, "2g.10gb": 2}}
 p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {"3g.20gb": 2}}
+p["device_defaults"]["mig"]["activation"] = "reset"	# a pass-through VM
 yaml.safe_dump(p, open(sys.argv[2] + "/good.yaml", "w"))
 p["devices"][1]["mig"]["mig-devices"] = {"3g.20gb": 3}
 yaml.safe_dump(p, open(sys.argv[2] + "/bad.yaml", "w"))
@@ -56,6 +59,12 @@ check "and GPU 0 stays empty" [ "$(migs 0)" = "" ]
 stage good
 check "after mokka-ctl reset --gpu 0, Stage declares GPU 0 again" [ "$(migs 0)" = "1g.5gb 1g.5gb 1g.5gb 2g.10gb 2g.10gb " ]
 check "GPU 1 keeps its change" [ "$(migs 1)" = "3g.20gb " ]
+"$SMI" -i 2 -mig 1 > "$TMP/mig2.log" 2>&1
+q2() { "$SMI" -i 2 --query-gpu=mig.mode.current,mig.mode.pending --format=csv,noheader; }
+check "activation: reset: -mig 1 stays pending ($(q2))" [ "$(q2)" = "Disabled, Enabled" ]
+"$B/mokka-ctl" --host-root "$H" --gpu 2 gpu-reset > "$TMP/ctl.log" 2>&1
+check "mokka-ctl gpu-reset makes it current ($(q2))" [ "$(q2)" = "Enabled, Enabled" ]
+check "gpu-reset is refused while instances exist" sh -c "! '$B/mokka-ctl' --host-root '$H' --gpu 0 gpu-reset > '$TMP/ctl0.log' 2>&1"
 "$B/mokka-ctl" --host-root "$H" --gpu all reset > "$TMP/ctl.log" 2>&1 || fail "mokka-ctl reset all"
 check "mokka-ctl reset (all) leaves no document" [ -z "$(ls "$H"/var/lib/nvml-mock/driver/config/state)" ]
 exit $rc
