@@ -20,6 +20,7 @@
 #include "supervisor/rootdirs.h"
 #include "supervisor/sdnotify.h"
 #include "supervisor/source.h"
+#include "supervisor/controlplane_source.h"
 #include "supervisor/supervisor.h"
 
 /* True when run from the build tree (the workers sit next to us). */
@@ -119,11 +120,25 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 
 	if (s->shutting_down)
 		return;
+	/* --state-source controlplane:...: the node's plan over the profile */
+	char *merged = NULL;
+	size_t mlen = 0;
+
+	if (!profile) {
+		profile = compile_default_profile;
+		plen = compile_default_profile_len;
+	}
+	if ((r = cps_filter(profile, plen, topo, tlen, &merged, &mlen, err, sizeof(err))) < 0) {
+		log_error("desired state rejected, keeping generation %llu: %s",
+			  (unsigned long long)s->status.generation, err);
+		set_source_error(s, err);
+		return;
+	}
 	state_init(&st);
 	r = compile_profile(s->opt.config ? s->opt.config : "<built-in>",
-			    profile ? profile : compile_default_profile,
-			    profile ? plen : compile_default_profile_len,
+			    merged ? merged : profile, merged ? mlen : plen,
 			    s->opt.topology, topo, tlen, &o, &st, err, sizeof(err));
+	free(merged);
 	if (r < 0) {
 		state_free(&st);
 		log_error("desired state rejected, keeping generation %llu: %s",
@@ -269,6 +284,12 @@ int main(int argc, char **argv)
 		.resync_ms = s->opt.resync_ms,
 		.debounce_ms = 200,
 	};
+	if (s->opt.state_source &&
+	    cps_start(s->loop, s->opt.state_source, s->opt.compile.node_name, s->opt.resync_ms,
+		      on_update, s) < 0) {
+		s->exit_code = 1;
+		reconcile_teardown(s);
+	}
 	if ((r = source_start(s->loop, &so, on_update, on_source_error, s, &src)) < 0) {
 		log_error("state source: %s", strerror(-r));
 		s->exit_code = 1;
@@ -286,6 +307,7 @@ int main(int argc, char **argv)
 	overrides_watch_stop(s);
 	if (src)
 		source_stop(src);
+	cps_stop();
 	health_stop(health);
 	reconcile_free(s);
 	rootdirs_cleanup(&rd);

@@ -59,6 +59,8 @@ static const struct flag {
 	F("log-level", "LEVEL", K_LEVEL, AT(log_level), "error|warn|info|debug (default info)"),
 	F("log-format", "FMT", K_FORMAT, AT(log_format), "text|json (default text)"),
 	F("node-name", "NAME", K_STR, CO(node_name), "node name (default $NODE_NAME, else hostname)"),
+	F("state-source", "SRC", K_STR, AT(state_source),
+	  "controlplane:FILE|DIR: this node's plan (mokka-plan) over the profile"),
 	F("simulators", "LIST", K_STR, AT(simulators), "comma-separated subset to run (default: all)"),
 	F("staging-lock-path", "PATH", K_PATH, AT(staging_lock),
 	  "NRI staging lock, host path (default\n"

@@ -21,6 +21,7 @@ struct options {
 	const char *simulators;		/* comma list; NULL = all */
 	const char *mock_root;		/* host path of R */
 	const char *staging_lock;	/* host path of the NRI staging lock, "" = none */
+	const char *state_source;	/* controlplane:FILE|DIR, NULL = the profile only */
 	/* What the profile compiler gets: the defaults and the environment
 	 * (profile_env_read, profile/env.h) with the flags over them:
 	 * --node-name, --nvidia-smi, --ib-*, --container-runtime*, --nri-*,
