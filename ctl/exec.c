@@ -6,7 +6,8 @@
  *   /sys/bus/pci, /sys/devices/pci*, /sys/kernel/iommu_groups,
  *   /sys/module/<driver>, /dev/vfio, /proc/cmdline   mokka-pcifs's view
  *                        (R/run/pcifs; the staged R/sys when it is not served)
- *   /sys/class/infiniband*, /dev/infiniband           ib's tree (R/ib)
+ *   /sys/class/infiniband*   the view's (ib's devices and the VFs'), else ib's
+ *   /dev/infiniband                                   ib's tree (R/ib)
  *   /dev/nvidia*, /proc/driver/nvidia, /sys/module/nvidia*   gpudriver's (R/driver, R/sys)
  *   /proc/bus/pci                                     pcibus's (R/proc/bus/pci)
  *
@@ -220,9 +221,13 @@ int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc)
 		{ "/sys/module", NULL, "V", "/sys/module", NULL, 0 },
 		{ "/sys/module", NULL, "N", "/sys/module", "nvidia*", 0 },
 		{ "/sys/class", NULL, "N", "/ib/sys/class", "infiniband*", 0 },
+		/* Served: the VFs' IB devices too (the staged tree has none). */
+		{ "/sys/class", NULL, "V", "/sys/class", "infiniband*", 0 },
 		{ "/dev", NULL, "N", "/driver/dev", "nvidia*", 1 },
 		{ "/dev", "vfio", "V", "/dev/vfio", NULL, 0 },
 		{ "/dev", "infiniband", "N", "/ib/dev/infiniband", NULL, 0 },
+		{ "/dev", "infiniband", "V", "/dev/infiniband", NULL, 0 },
+		{ "/dev", "infiniband", "V", "/dev/infiniband", NULL, 0 },
 		{ "/proc/driver", "nvidia", "N", "/driver/proc/driver/nvidia", NULL, 0 },
 		{ "/proc/bus", "pci", "N", "/proc/bus/pci", NULL, 0 },
 		{ "/proc", "cmdline", "V", "/proc/cmdline", NULL, 0 },

@@ -4,7 +4,7 @@
 # virtfnN links, probed by mlx5_core), seen by lspci and by readers no
 # LD_PRELOAD reaches: static busybox and a static raw-syscall reader (how
 # Go reads files).  rdma-core's ibstat / ibv_devices see the HCAs' IB
-# devices through `mokka-ctl exec`.
+# devices and the VFs' own (mlx5_8...) through `mokka-ctl exec`.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/pci_lib.sh"
 RAW=$B/pci_rawread
@@ -26,6 +26,10 @@ check "numvfs garbage: EINVAL" [ "$(werr $d/sriov_numvfs four)" = EINVAL ]
 check "enable 4 VFs" [ "$(werr $d/sriov_numvfs 4)" = OK ]
 check "numvfs reads 4" [ "$(x cat $d/sriov_numvfs)" = 4 ]
 check "changing 4 -> 2 without going to 0: EBUSY" [ "$(werr $d/sriov_numvfs 2)" = EBUSY ]
+check "ibv_devices lists the VFs' IB devices mlx5_8..mlx5_11" [ "$(x ibv_devices | awk '$1 ~ /^mlx5_/ { print $1 }' | sort -V | tail -4 | tr '\n' ' ')" = "mlx5_8 mlx5_9 mlx5_10 mlx5_11 " ]
+check "ibstat: mlx5_8 has an active port" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- ibstat mlx5_8 | grep -q 'State: Active'"
+check "mlx5_8 is the first VF's" [ "$(x readlink -f /sys/class/infiniband/mlx5_8/device)" = "/sys/devices/pci0000:00/0000:00:05.0/0000:1b:00.1" ]
+check "/dev/infiniband/uverbs8 for it (231:200)" [ "$(x stat -c '%t:%T' /dev/infiniband/uverbs8)" = "e7:c8" ]
 check "lspci lists 4 virtual functions on mlx5_core" [ "$(x lspci -k -s 1b: 2>/dev/null | grep -c '^1b:.*Virtual Function')" = 4 ]
 check "...each with Kernel driver in use: mlx5_core" [ "$(x lspci -k -s 1b: 2>/dev/null | grep -c 'Kernel driver in use: mlx5_core')" = 5 ]
 check "virtfn0 -> ../0000:1b:00.1" [ "$(x readlink $d/virtfn0)" = ../0000:1b:00.1 ]
@@ -47,13 +51,14 @@ check "raw syscalls: /dev/vfio lists vfio and the VF's group" sh -c "'$B/mokka-c
 
 check "disable: numvfs 0" [ "$(werr $d/sriov_numvfs 0)" = OK ]
 check "the VFs are gone" sh -c "! '$B/mokka-ctl' --host-root '$ROOT' exec -- lspci -s 1b: 2>/dev/null | grep -q 'Virtual Function'"
+check "and their IB devices" [ "$(x ibv_devices | grep -c 'mlx5_')" = 8 ]
 check "unbound PF: numvfs: ENOENT" [ "$(x sh -c "echo $H > /sys/bus/pci/drivers/mlx5_core/unbind"; werr $d/sriov_numvfs 2)" = ENOENT ]
 x sh -c "echo $H > /sys/bus/pci/drivers/mlx5_core/bind"
 check "PF back on mlx5_core" [ "$(drv_of $H)" = mlx5_core ]
 check "unbinding the PF disables its VFs" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- sh -c 'echo 2 > $d/sriov_numvfs; echo $H > /sys/bus/pci/drivers/mlx5_core/unbind' && [ \"\$(cat '$VIEW$d/sriov_numvfs')\" = 0 ] && [ ! -e '$VIEW/sys/bus/pci/devices/0000:1b:00.1' ]"
 x sh -c "echo $H > /sys/bus/pci/drivers/mlx5_core/bind"
 
-# rdma-core over the IB tree (PFs; see README for the VFs' IB devices).
+# rdma-core over the IB tree.
 check "ibstat -l lists mlx5_0..7" [ "$(x ibstat -l | wc -l)" = 8 ]
 check "ibstat's mlx5_0 sits on $H" [ "$(x readlink -f /sys/class/infiniband/mlx5_0/device)" = "/sys/devices/pci0000:00/0000:00:05.0/$H" ]
 finish

@@ -314,6 +314,7 @@ static int parse_args(int argc, char **argv)
 	}
 	snprintf(V.sys, sizeof(V.sys), "%s%s/sys", host, mock);
 	snprintf(V.ibsys, sizeof(V.ibsys), "%s%s/ib/sys", host, mock);
+	snprintf(V.ibdev, sizeof(V.ibdev), "%s%s/ib/dev/infiniband", host, mock);
 	snprintf(conf_path, sizeof(conf_path), "%s%s" PCIFS_CONF, host, mock);
 	snprintf(state_path, sizeof(state_path), "%s%s" PCIFS_STATE, host, mock);
 	snprintf(config_path, sizeof(config_path), "%s%s" PCIFS_ENGINE_CONFIG, host, mock);

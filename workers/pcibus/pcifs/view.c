@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 
 #include "workers/pcibus/pcifs/view.h"
+#include "workers/pcibus/pcifs/view_ib.h"
 
 #define VFIO_GROUP_MAJOR 242
 
@@ -141,6 +142,9 @@ static int resolve_dev(const struct view *v, const char *p, struct view_node *n)
 {
 	int g;
 
+	if (!strcmp(p, "infiniband") || !strncmp(p, "infiniband/", 11))
+		return view_ib_resolve_dev(v, p[10] ? p + 11 : "", n);
+
 	if (!*p || !strcmp(p, "vfio"))
 		return set(n, V_DIR, 0755, A_NONE), 0;
 	if (!strcmp(p, "vfio/vfio")) {
@@ -202,6 +206,8 @@ int view_resolve(const struct view *v, const char *path, struct view_node *n)
 		return resolve_module(v, path[10] ? path + 11 : "", n);
 	if (!strcmp(path, "sys/devices") || !strncmp(path, "sys/devices/", 12))
 		return view_resolve_devices(v, path + 4, n);
+	if (!strcmp(path, "sys/class") || !strncmp(path, "sys/class/", 10))
+		return view_ib_resolve_class(v, path[9] ? path + 10 : "", n);
 	return -ENOENT;
 }
 
@@ -225,10 +231,10 @@ int view_list(const struct view *v, const char *path, const struct view_node *di
 	      view_fill fill, void *ctx)
 {
 	static const struct { const char *dir, *names; } fixed[] = {
-		{ "", "sys dev proc" }, { "sys", "bus devices kernel module" },
+		{ "", "sys dev proc" }, { "sys", "bus devices kernel module class" },
 		{ "sys/bus", "pci" }, { "sys/kernel", "iommu_groups" }, { "proc", "cmdline" },
 		{ "sys/bus/pci", "devices drivers slots drivers_probe drivers_autoprobe rescan uevent" },
-		{ "dev", "vfio" },
+		{ "dev", "vfio infiniband" },
 	};
 	const struct pcifs_model *m = v->m;
 	char name[64];
@@ -273,6 +279,8 @@ int view_list(const struct view *v, const char *path, const struct view_node *di
 			    fill_path(v, path, "reserved_regions", fill, ctx);
 		else
 			r = fill_path(v, path, m->fns[dir->fn].bdf, fill, ctx);
+	} else if (!strcmp(path, "dev/infiniband")) {
+		r = view_ib_list_dev(v, fill, ctx);
 	} else if (!strcmp(path, "dev/vfio")) {
 		r = fill_path(v, path, "vfio", fill, ctx);
 		for (int i = 0; i < m->nfns && r == 0; i++)
@@ -282,5 +290,7 @@ int view_list(const struct view *v, const char *path, const struct view_node *di
 			}
 	} else if (!strcmp(path, "sys/devices") || !strncmp(path, "sys/devices/", 12))
 		r = view_list_devices(v, path + 4, fill, ctx);
+	else if (!strcmp(path, "sys/class") || !strncmp(path, "sys/class/", 10))
+		r = view_ib_list_class(v, path[9] ? path + 10 : "", fill, ctx);
 	return r;
 }

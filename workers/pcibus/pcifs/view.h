@@ -8,6 +8,8 @@
  *   sys/kernel/iommu_groups/<n>/devices/<bdf>
  *   sys/module/<drv>         for drivers the staged tree has no module of
  *   dev/vfio/{vfio,<group>}  char nodes (a group's once vfio-pci holds it)
+ *   dev/infiniband/...       ib's nodes and the VFs' (view_ib.c)
+ *   sys/class/infiniband*    ib's devices and the VFs' (view_ib.c)
  *   proc/cmdline             the host's, plus the IOMMU parameters
  *
  * resolved against the model (model.h) and the staged files (R/sys). */
@@ -24,13 +26,14 @@ enum view_kind { V_DIR, V_LINK, V_ATTR, V_PASS, V_CHR };
 enum view_attr {
 	A_NONE, A_BIND, A_UNBIND, A_NEW_ID, A_REMOVE_ID, A_UEVENT, A_DRIVERS_PROBE,
 	A_AUTOPROBE, A_RESCAN, A_OVERRIDE, A_REMOVE, A_RESET, A_TOTALVFS, A_NUMVFS,
-	A_CMDLINE, A_VF_DEVICE, A_VF_CONFIG, A_GROUP_TYPE, A_RESERVED,
+	A_CMDLINE, A_VF_DEVICE, A_VF_CONFIG, A_GROUP_TYPE, A_RESERVED, A_VF_IBDEV,
 };
 
 struct view {
 	struct pcifs_model *m;
 	char sys[PATH_MAX];		/* the staged tree: <host root><R>/sys */
 	char ibsys[PATH_MAX];		/* ib's tree (<R>/ib/sys): HCAs' infiniband* dirs */
+	char ibdev[PATH_MAX];		/* ib's device nodes (<R>/ib/dev/infiniband) */
 	char cmdline[1024];		/* the host's /proc/cmdline, no newline */
 };
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "workers/pcibus/pcifs/view.h"
+#include "workers/pcibus/pcifs/view_ib.h"
 
 int view_resolve_devices(const struct view *v, const char *rel, struct view_node *n);
 int view_list_devices(const struct view *v, const char *rel, view_fill fill, void *ctx);
@@ -139,6 +140,48 @@ static int dyn_attr(const struct view *v, int fn, const char *name, struct view_
 	return 0;
 }
 
+static bool is_ib(const struct view *v, const char *rest)
+{
+	char first[32];
+	size_t k = strcspn(rest, "/");
+
+	snprintf(first, sizeof(first), "%.*s", (int)(k < sizeof(first) ? k : 0), rest);
+	return v->ibsys[0] && view_ib_class(first);
+}
+
+/* An HCA's infiniband, infiniband_verbs, infiniband_mad: ib's tree (so the
+ * class links resolve through the view), while mlx5_core holds it; a VF's
+ * are its PF's files under its own names (view_ib.c). */
+static int resolve_ib(const struct view *v, int fn, const char *rest, struct view_node *n)
+{
+	const struct pcifs_fn *f = &v->m->fns[fn];
+	char path[PATH_MAX * 2];
+	bool dev = false;
+	int r;
+
+	if (!view_ib_held(v->m, f))
+		return -ENOENT;
+	if (f->pf < 0) {
+		snprintf(path, sizeof(path), "%s/%s/%s", v->ibsys, f->backing, rest);
+		return pass(path, n, false);
+	}
+	if (!strchr(rest, '/')) {
+		n->kind = V_DIR;
+		n->mode = 0755;
+		return 0;
+	}
+	if ((r = view_ib_vf_path(v, fn, rest, path, sizeof(path), &dev)) < 0)
+		return r;
+	if (!dev)
+		return pass(path, n, false);
+	if (strstr(rest, "/ibdev"))
+		return attr(n, 0444, A_VF_IBDEV);
+	n->kind = V_LINK;
+	n->mode = 0777;
+	snprintf(n->path, sizeof(n->path), "../../../%s", f->bdf);
+	return 0;
+}
+
 int view_resolve_devices(const struct view *v, const char *rel, struct view_node *n)
 {
 	const struct pcifs_model *m = v->m;
@@ -168,15 +211,10 @@ int view_resolve_devices(const struct view *v, const char *rel, struct view_node
 		return attr(n, 0444, A_VF_DEVICE);
 	if (f->pf >= 0 && !strcmp(rest, "config"))
 		return attr(n, 0644, A_VF_CONFIG);
+	if (is_ib(v, rest))
+		return resolve_ib(v, fn, rest, n);
 	if (f->pf >= 0 && strchr(rest, '/'))
 		return -ENOENT;
-	/* An HCA's infiniband, infiniband_mad, infiniband_verbs: ib's tree,
-	 * so /sys/class/infiniband* links resolve through the view. */
-	if (!strncmp(rest, "infiniband", 10) && v->ibsys[0]) {
-		snprintf(path, sizeof(path), "%s/%s/%s", v->ibsys, f->backing, rest);
-		if (access(path, F_OK) == 0)
-			return pass(path, n, false);
-	}
 	snprintf(path, sizeof(path), "%s/%s/%s", v->sys, f->backing, rest);
 	return pass(path, n, f->pf >= 0);
 }
@@ -222,9 +260,19 @@ int view_list_devices(const struct view *v, const char *rel, view_fill fill, voi
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/%s", v->sys, own ? m->fns[fn].backing : rel);
-	if (fn >= 0 && !own)
-		snprintf(dir, sizeof(dir), "%s/%s%s", v->sys, m->fns[fn].backing,
-			 rel + strlen(m->fns[fn].devpath));
+	if (fn >= 0 && !own) {
+		const char *rest = rel + strlen(m->fns[fn].devpath);
+		bool ib = is_ib(v, rest + 1), dev;
+
+		if (ib && m->fns[fn].pf >= 0 && !strchr(rest + 1, '/'))
+			return view_ib_list_vf_class(v, fn, rest + 1, fill, ctx);
+		if (ib && m->fns[fn].pf >= 0) {
+			if (view_ib_vf_path(v, fn, rest + 1, dir, sizeof(dir), &dev) < 0)
+				return -ENOENT;
+		} else
+			snprintf(dir, sizeof(dir), "%s/%s%s", ib ? v->ibsys : v->sys,
+				 m->fns[fn].backing, rest);
+	}
 	if ((d = opendir(dir))) {
 		while (r == 0 && (e = readdir(d)))
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
@@ -235,7 +283,7 @@ int view_list_devices(const struct view *v, const char *rel, view_fill fill, voi
 		return -errno;
 	for (int i = 0; own && r == 0 && dynamic[i]; i++)
 		r = fill_rel(v, rel, dynamic[i], fill, ctx);
-	for (int i = 0; own && r == 0 && m->fns[fn].pf < 0 && ib_dirs[i]; i++)
+	for (int i = 0; own && r == 0 && ib_dirs[i]; i++)
 		if (!staged_has(v, m->fns[fn].backing, ib_dirs[i]))
 			r = fill_rel(v, rel, ib_dirs[i], fill, ctx);
 	for (int i = 0; own && r == 0 && i < m->fns[fn].numvfs; i++) {
@@ -298,6 +346,8 @@ ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *bu
 		return snprintf(buf, len, "%s\n", f->driver == vfio ? "DMA" : "identity");
 	case A_RESERVED:
 		return 0;
+	case A_VF_IBDEV:
+		return view_ib_vf_ibdev(v, n->fn, buf, len);
 	default:
 		return -EACCES;	/* write-only */
 	}
