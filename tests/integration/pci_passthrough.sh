@@ -4,8 +4,9 @@
 # unbind from nvidia, drivers_probe into vfio-pci, check, roll back when
 # the bind fails; lspci -k / -vv before and after each transition; the
 # card leaves NVML (real nvidia-smi) while on vfio-pci and comes back;
-# /dev/vfio/<group> and the IOMMU group; a GPU with processes refuses to
-# leave nvidia (EBUSY); driverctl set/unset-override; remove + rescan.
+# /dev/vfio/<group> and the IOMMU group; a GPU with processes or MIG
+# instances refuses to leave nvidia (EBUSY); driverctl set/unset-override;
+# remove + rescan.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/pci_lib.sh"
 
@@ -116,6 +117,19 @@ check "remove of a GPU with processes: EBUSY" [ "$(werr /sys/bus/pci/devices/$G2
 check "the job's switch fails, card stays on nvidia" sh -c "! '$B/mokka-ctl' --host-root '$ROOT' exec -- '$T/switch.sh' $G2 vfio-pci >/dev/null && [ \"\$(readlink '$VIEW/sys/bus/pci/devices/$G2/driver')\" = ../../../../bus/pci/drivers/nvidia ]"
 rm -f "$NODE/driver/config/overrides.yaml"
 x sh -c "echo > /sys/bus/pci/devices/$G2/driver_override"
+
+# --- a GPU with MIG instances (created by the real nvidia-smi): nvidia holds it ---
+G3=0000:3a:00.0
+if [ -x "$SMI" ]; then
+	x "$SMI" -i 2 -mig 1 >/dev/null 2>&1
+	x "$SMI" mig -i 2 -cgi 19 -C >/dev/null 2>&1 || fail "nvidia-smi mig -cgi"
+	check "unbind of a GPU with MIG instances: EBUSY" [ "$(werr /sys/bus/pci/drivers/nvidia/unbind $G3)" = EBUSY ]
+	x "$SMI" mig -i 2 -dci >/dev/null 2>&1
+	x "$SMI" mig -i 2 -dgi >/dev/null 2>&1
+	check "without instances the unbind goes through" [ "$(werr /sys/bus/pci/drivers/nvidia/unbind $G3)" = OK ]
+	x sh -c "echo $G3 > /sys/bus/pci/drivers/nvidia/bind"
+	x "$SMI" -i 2 -mig 0 >/dev/null 2>&1
+fi
 
 # --- driverctl (Debian), unmodified ---
 check "driverctl set-override vfio-pci" x driverctl --nosave set-override $G2 vfio-pci

@@ -1,7 +1,8 @@
 /* What mokka-pcifs reads from the engine config (the profile, beside the
  * binding file) and the runtime overrides: whether the node has an IOMMU
- * (pcie_topology.iommu, default true) and whether a GPU has processes
- * open (its `processes`, as the mock NVML reports them).
+ * (pcie_topology.iommu, default true) and whether a GPU is in use:
+ * processes open (its `processes`, as the mock NVML reports them) or MIG
+ * instances (the device state store).
  *
  * The real nvidia driver does not fail an unbind while the GPU is in use:
  * nv_pci_remove() logs "Attempting to remove device ... with non-zero
@@ -11,12 +12,15 @@
  * EBUSY at once instead (README), which a passthrough job handles as a
  * failed switch and rolls back. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "devstate/devstate.h"
 #include "fileio/fileio.h"
+#include "profile/compile.h"
 #include "overrides/overrides.h"
 #include "workers/pcibus/pcifs/pcifs.h"
 #include "yaml_lite/yaml_lite.h"
@@ -61,6 +65,35 @@ static bool has_processes(const struct yl_node *scope)
 	return p && p->kind == YL_SEQ && p->n > 0;
 }
 
+/* MIG instances in the device state store (R/driver/config/state, beside
+ * the engine config), keyed by the GPU's UUID as the compiler derives it. */
+static bool has_mig_instances(const char *config, const char *bdf)
+{
+	struct state *st = calloc(1, sizeof(*st));
+	char *buf = NULL, why[256], dir[PATH_MAX];
+	const char *slash = strrchr(config, '/');
+	struct ds_store store = { .dirfd = -1, .lockfd = -1 };
+	struct ds_gpu g;
+	size_t len;
+	bool busy = false;
+
+	if (!st || !slash || fileio_read(config, 16u << 20, &buf, &len, why, sizeof(why)) < 0)
+		goto out;
+	state_init(st);
+	if (compile_profile(config, buf, len, NULL, NULL, 0, NULL, st, why, sizeof(why)) < 0)
+		goto out;
+	snprintf(dir, sizeof(dir), "%.*s/state", (int)(slash - config), config);
+	for (int i = 0; i < st->num_devices && !busy; i++)
+		if (same_bdf(st->devices[i].bus_id, bdf) && ds_open(&store, dir, false) == 0) {
+			busy = ds_load(&store, st->devices[i].uuid, &g) == 0 && g.ngi > 0;
+			ds_close(&store);
+		}
+out:
+	free(buf);
+	free(st);
+	return busy;
+}
+
 bool pcifs_profile_busy(const char *config, const char *overrides, const char *bdf)
 {
 	struct yl_node *doc = load(config), *ovr = NULL;
@@ -87,5 +120,5 @@ bool pcifs_profile_busy(const char *config, const char *overrides, const char *b
 	}
 	yl_free(ovr);
 	yl_free(doc);
-	return busy;
+	return busy || has_mig_instances(config, bdf);
 }
