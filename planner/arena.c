@@ -12,6 +12,9 @@ struct pl_chunk {
 	max_align_t data[];
 };
 
+/* Chunks grow from 16 KiB to 1 MiB: a small world (a test, a fuzz input)
+ * stays small, a large one makes few allocations. */
+#define PL_CHUNK_MIN (16u << 10)
 #define PL_CHUNK (1u << 20)
 
 void *pl_alloc(struct pl_arena *a, size_t len)
@@ -22,7 +25,11 @@ void *pl_alloc(struct pl_arena *a, size_t len)
 	void *p;
 
 	if (!a->head || a->used + need > a->size) {
-		size_t size = need > PL_CHUNK ? need : PL_CHUNK;
+		size_t grow = a->head ? a->size * 2 : PL_CHUNK_MIN;
+		size_t size = grow > PL_CHUNK ? PL_CHUNK : grow;
+
+		if (need > size)
+			size = need;
 
 		c = malloc(sizeof(*c) + size);
 		if (!c)
