@@ -7,13 +7,23 @@
 
 int em_open(struct em *m, FILE *f)
 {
-	memset(m, 0, sizeof(*m));
 	m->f = f;
+	m->len = 0;
+	m->depth = 0;
+	m->err = 0;
 	return 0;
+}
+
+static void drain(struct em *m)
+{
+	if (m->len && fwrite_unlocked(m->buf, 1, m->len, m->f) != m->len)
+		m->err = -EIO;
+	m->len = 0;
 }
 
 int em_close(struct em *m)
 {
+	drain(m);
 	if (!m->err && (fflush(m->f) || ferror(m->f)))
 		m->err = -EIO;
 	return m->err;
@@ -21,8 +31,15 @@ int em_close(struct em *m)
 
 static void put(struct em *m, const char *s, size_t len)
 {
-	if (len && fwrite_unlocked(s, 1, len, m->f) != len)
-		m->err = -EIO;
+	if (m->len + len > sizeof(m->buf))
+		drain(m);
+	if (len > sizeof(m->buf)) {
+		if (fwrite_unlocked(s, 1, len, m->f) != len)
+			m->err = -EIO;
+		return;
+	}
+	memcpy(m->buf + m->len, s, len);
+	m->len += len;
 }
 
 static void puts_(struct em *m, const char *s)

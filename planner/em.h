@@ -24,6 +24,8 @@ struct em_frame {
 
 struct em {
 	FILE *f;
+	char buf[1 << 15];		/* written out when full and by em_close */
+	size_t len;
 	struct em_frame st[EM_DEPTH];
 	int depth;
 	int err;			/* first failure: -EIO / -EOVERFLOW */

@@ -65,6 +65,7 @@ static const char *name_of(int i)
 	case 0: return sort_world->inventories[i].m.name;
 	case 1: return sort_world->racks[i].m.name;
 	case 2: return sort_world->policies[i].m.name;
+	case 4: return sort_world->profiles[i].m.name;
 	default: return sort_world->nodes[i].m.name;
 	}
 }
@@ -135,15 +136,31 @@ static void policy_status(struct em *m, struct pl_world *w, int pi, const char *
 	tail(m);
 }
 
+static void profile_status(struct em *m, struct pl_world *w, int i, const char *now)
+{
+	const struct pl_profile *p = &w->profiles[i];
+	struct pl_condition c = {
+		"Valid", p->invalid ? "False" : "True", p->invalid ? "InvalidSpec" : "Valid",
+		p->invalid ? p->invalid : "the spec is valid",
+	};
+
+	head(m, "SGPURackProfile", p->m.name);
+	em_kint(m, "observedGeneration", p->m.generation);
+	emit_conditions(m, w, &p->m, &c, 1, now);
+	tail(m);
+}
+
 int pl_emit_status(FILE *f, struct pl_world *w, const char *now)
 {
 	int *inv = sorted(w, 0, w->ninventories), *racks = sorted(w, 1, w->nracks);
-	int *pol = sorted(w, 2, w->npolicies);
+	int *pol = sorted(w, 2, w->npolicies), *prof = sorted(w, 4, w->nprofiles);
 	struct em m;
 	int rc = -ENOMEM;
 
-	if (inv && racks && pol) {
+	if (inv && racks && pol && prof) {
 		rc = em_open(&m, f);
+		for (int i = 0; !rc && i < w->nprofiles; i++)
+			profile_status(&m, w, prof[i], now);
 		for (int i = 0; !rc && i < w->ninventories; i++)
 			inventory_status(&m, w, inv[i], now);
 		for (int i = 0; !rc && i < w->nracks; i++)
@@ -156,6 +173,7 @@ int pl_emit_status(FILE *f, struct pl_world *w, const char *now)
 	free(inv);
 	free(racks);
 	free(pol);
+	free(prof);
 	return rc;
 }
 

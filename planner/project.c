@@ -16,34 +16,51 @@ bool pl_node_projected(const struct pl_node *n)
 	       pl_kvs_get(&n->annotations, PL_ANN_ASSIGNMENT);
 }
 
+/* A JSON string: names and UIDs are Kubernetes names, but escape anyway. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* Compact, fixed key order (the bytes are compared across passes). */
 const char *pl_assignment_json(struct pl_world *w, int k, int s)
 {
 	const struct pl_rack *rk = &w->racks[k];
-	cJSON *root = cJSON_CreateObject(), *o;
-	char *text;
-	const char *out = NULL;
+	char buf[2048], *out = NULL;	/* names <= 253 each: fits */
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+	int bad;
 
-	if (!root)
+	if (!f)
 		return NULL;
-	o = cJSON_AddObjectToObject(root, "inventory");
-	cJSON_AddStringToObject(o, "name", rk->inventory ? rk->inventory : "");
-	cJSON_AddStringToObject(o, "uid", rk->owner_uid ? rk->owner_uid : "");
-	o = cJSON_AddObjectToObject(root, "rack");
-	cJSON_AddStringToObject(o, "name", rk->m.name);
-	cJSON_AddStringToObject(o, "group", rk->group ? rk->group : "");
-	cJSON_AddNumberToObject(o, "index", rk->index);
-	o = cJSON_AddObjectToObject(root, "profile");
-	cJSON_AddStringToObject(o, "name", rk->profile ? rk->profile : "");
-	cJSON_AddNumberToObject(o, "revision", (double)rk->profile_revision);
-	o = cJSON_AddObjectToObject(root, "node");
-	cJSON_AddNumberToObject(o, "index", s);
-	cJSON_AddStringToObject(o, "name", rk->nodes[s].name ? rk->nodes[s].name : "");
-	cJSON_AddStringToObject(o, "uid", rk->nodes[s].uid ? rk->nodes[s].uid : "");
-	text = cJSON_PrintUnformatted(root);
-	if (text)
-		out = pl_strdup(&w->arena, text);
-	cJSON_free(text);
-	cJSON_Delete(root);
+	fputs("{\"inventory\":{\"name\":", f);
+	json_str(f, rk->inventory);
+	fputs(",\"uid\":", f);
+	json_str(f, rk->owner_uid);
+	fputs("},\"rack\":{\"name\":", f);
+	json_str(f, rk->m.name);
+	fputs(",\"group\":", f);
+	json_str(f, rk->group);
+	fprintf(f, ",\"index\":%d},\"profile\":{\"name\":", rk->index);
+	json_str(f, rk->profile);
+	fprintf(f, ",\"revision\":%lld},\"node\":{\"index\":%d,\"name\":",
+		(long long)rk->profile_revision, s);
+	json_str(f, rk->nodes[s].name);
+	fputs(",\"uid\":", f);
+	json_str(f, rk->nodes[s].uid);
+	fputs("}}", f);
+	fputc(0, f);
+	bad = ferror(f);
+	if (!fclose(f) && !bad)
+		out = pl_strdup(&w->arena, buf);
 	return out;
 }
 
