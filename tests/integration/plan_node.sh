@@ -9,7 +9,9 @@
 #   * the policy edited (Healthy, drawMilliWatts: 0) and re-planned: within
 #     a second nvidia-smi reads GPU 0 again, at 0.00 W;
 #   * a node-local override (mokka-ctl's overrides.yaml) wins over the plan;
-#   * a broken document keeps the last good plan in force.
+#   * a broken document keeps the last good plan in force;
+#   * the policy moved to GPU 1 with Xid 48: GPU 1 lost, GPU 0 back to the
+#     defaults, and a pynvml event waiter receives Xid 48 for GPU 1 once.
 # Skips (77) only without root or the unpacked nvidia-smi.
 . "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
@@ -70,4 +72,52 @@ check "a broken document is reported" grep -q "keeping the last good plan" "$T/s
 wait_for 3 sh -c "[ \"\$('$SMI' -i 0 --query-gpu=power.draw --format=csv,noheader 2>&1)\" = '0.00 W' ]"
 check "the last good plan stays in force" [ "$(q 0 power.draw)" = "0.00 W" ]
 check "the plan's UUIDs stay" sh -c "'$SMI' -L | grep -q \"^GPU 0: .*$(sed -n 's/^GPU 0: .*(UUID: \(GPU-[^)]*\)).*/\1/p' "$T/L.out")\""
+# a policy that fails GPU 1 with Xid 48: an NVML process sees it lost and
+# its event waiter (the device plugin's health-check shape) receives the
+# Xid, through the real pynvml
+cat > "$T/policy3.yaml" <<'YAML'
+apiVersion: mokka.nvidia.com/v1alpha1
+kind: SGPURuntimePolicy
+metadata:
+  name: example-node-1-failed
+spec:
+  targetRef: {name: example, rackGroups: [gb200], rackIndexes: [0], nodeIndexes: [1], gpuIndexes: [1]}
+  health: {state: Failed, xid: 48}
+  telemetry: {drawMilliWatts: 0}
+YAML
+cluster --apply "$E/sgpu-rack-profile.yaml" "$E/sgpu-inventory.yaml" "$T/policy3.yaml" \
+	--nodes 2 --pool example --applied "$T/plan" > "$T/c3.yaml"
+"$B/mokka-plan" -o "$T/plan" "$T/c3.yaml" || fail "re-plan (Xid 48)"
+wait_for 5 sh -c "'$SMI' -q -i 1 2>&1 | grep -qi 'GPU is lost\|Unable to determine the device handle'"
+check "policy moved to GPU 1: GPU 1 lost" sh -c "'$SMI' -q -i 1 2>&1 | grep -qi 'lost\|Unable to determine'"
+check "policy moved to GPU 1: GPU 0 back to the defaults (350 W)" [ "$(q 0 power.draw)" = "350.00 W" ]
+PYNVML=$MOKKA_CONSUMERS/python3-pynvml/usr/lib/python3/dist-packages
+if [ -d "$PYNVML" ]; then
+	PYTHONPATH=$PYNVML LD_LIBRARY_PATH=$ROOT$R/driver/usr/lib64 timeout 20 "$PY" - > "$T/xid.out" 2>&1 <<'PYX'
+import ctypes, time, pynvml as N
+N.nvmlInit()
+es = N.nvmlEventSetCreate()
+addr = lambda h: ctypes.cast(h, ctypes.c_void_p).value
+index = {}
+for i in range(N.nvmlDeviceGetCount()):
+    h = N.nvmlDeviceGetHandleByIndex(i)
+    index[addr(h)] = i
+    try:
+        N.nvmlDeviceRegisterEvents(h, N.nvmlEventTypeXidCriticalError, es)
+    except N.NVMLError as err:
+        print("register", i, err, flush=True)
+end = time.time() + 5
+while time.time() < end:
+    try:
+        e = N.nvmlEventSetWait_v2(es, 200)
+        print("xid", e.eventData, "index", index.get(addr(e.device), "?"), flush=True)
+    except N.NVMLError as err:
+        if err.value != N.NVML_ERROR_TIMEOUT:
+            raise
+PYX
+	check "the failed GPU's Xid 48 reaches an NVML event waiter once ($(tr '\n' ' ' < "$T/xid.out"))" \
+		[ "$(grep -c '^xid 48 index 1$' "$T/xid.out")" = 1 ]
+else
+	note "no pynvml under $MOKKA_CONSUMERS: Xid delivery not checked"
+fi
 finish
