@@ -33,6 +33,15 @@ static uint64_t num(const struct ynode *entry, const struct ynode *dd, const cha
 	return v;
 }
 
+static const char *arch(const struct ynode *entry, const struct ynode *dd)
+{
+	const struct ynode *a = at(entry, "architecture", NULL);
+
+	if (!a || a->kind != YNODE_SCALAR)
+		a = at(dd, "architecture", NULL);
+	return a && a->kind == YNODE_SCALAR ? a->str : NULL;
+}
+
 /* Greedy first fit, as Stage places them: memory slices free, compute
  * slices left (7), the profile's instance count. */
 static bool place(const struct mig_gip *p, unsigned *mem, unsigned *compute, unsigned *count)
@@ -111,8 +120,8 @@ int compile_mig(struct cctx *c, const struct ynode *root)
 			mig = at(dd, "mig", NULL);
 		if (!mig || mig->kind != YNODE_MAP)
 			continue;
-		b = mig_board_for((uint32_t)num(e, dd, "pci", "device_id"),
-				  num(e, dd, "memory", "total_bytes") >> 20);
+		b = mig_board_guess((uint32_t)num(e, dd, "pci", "device_id"), arch(e, dd),
+				    num(e, dd, "memory", "total_bytes") >> 20);
 		cc_join_index(path, "devices", i);
 		if ((rc = check_layout(c, mig, b, path)) < 0)
 			return rc;

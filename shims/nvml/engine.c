@@ -151,7 +151,8 @@ static void board_detect(struct mdev *d)
 	if ((n = yl_path(d->eff, "pci.device_id")))
 		yl_u64(n, &id);
 	yl_u64(yl_path(d->eff, "memory.total_bytes"), &total);
-	d->board = mig_board_for((uint32_t)id, total >> 20);
+	d->board = mig_board_guess((uint32_t)id, yl_text(yl_path(d->eff, "architecture")),
+				   total >> 20);
 	if (!d->board)
 		eng_debug("device %u: pci.device_id 0x%08llx is no MIG board we know; MIG off",
 			  d->index, (unsigned long long)id);

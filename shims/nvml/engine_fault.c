@@ -97,6 +97,8 @@ int mdev_guard(struct mdev *d)
 	} else if (!eng_dev_ready(d)) {
 		rc = ENG_ERROR_INVALID_ARGUMENT;
 	} else {
+		if (d->parent)	/* a MIG device fails with its GPU */
+			d = d->parent;
 		tick(&d->fault);
 		rc = is_lost(&d->fault) ? ENG_ERROR_GPU_IS_LOST : ENG_SUCCESS;
 	}
@@ -113,8 +115,8 @@ int mdev_lost(struct mdev *d)
 		rc = ENG_ERROR_UNINITIALIZED;
 	else if (!eng_dev_ready(d))
 		rc = ENG_ERROR_INVALID_ARGUMENT;
-	else
-		rc = is_lost(&d->fault) ? ENG_ERROR_GPU_IS_LOST : ENG_SUCCESS;
+	else	/* a MIG device fails with its GPU */
+		rc = is_lost(&(d->parent ? d->parent : d)->fault) ? ENG_ERROR_GPU_IS_LOST : ENG_SUCCESS;
 	eng_unlock();
 	return rc;
 }

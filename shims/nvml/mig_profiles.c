@@ -103,6 +103,27 @@ const struct mig_board *mig_board_for(uint32_t pci_device_id, uint64_t total_mib
 	return NULL;
 }
 
+const struct mig_board *mig_board_guess(uint32_t pci_device_id, const char *arch,
+					uint64_t total_mib)
+{
+	static const struct {
+		const char *arch;
+		uint64_t max_mib;	/* up to this size (0: any) */
+		uint32_t id;
+	} by_arch[] = {
+		{ "ampere", 0, 0x20b00000 }, { "hopper", 100 * 1024, 0x23300000 },
+		{ "hopper", 0, 0x23350000 }, { "blackwell", 185 * 1024, 0x29010000 },
+		{ "blackwell", 250 * 1024, 0x29410000 }, { "blackwell", 0, 0x31c20000 },
+	};
+	const struct mig_board *b = mig_board_for(pci_device_id, total_mib);
+
+	for (size_t i = 0; !b && arch && i < sizeof(by_arch) / sizeof(by_arch[0]); i++)
+		if (!strcasecmp(arch, by_arch[i].arch) &&
+		    (!by_arch[i].max_mib || total_mib <= by_arch[i].max_mib))
+			b = mig_board_for(by_arch[i].id, total_mib);
+	return b;
+}
+
 const struct mig_gip *mig_gip_by_index(const struct mig_board *b, unsigned index)
 {
 	for (unsigned i = 0; b && i < b->nprof; i++)

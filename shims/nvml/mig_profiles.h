@@ -34,6 +34,11 @@ struct mig_board {
 /* The board a device is, from its PCI device id (upper 16 bits of
  * pci.device_id) and memory size; NULL: not MIG-capable. */
 const struct mig_board *mig_board_for(uint32_t pci_device_id, uint64_t total_mib);
+/* The same, else a board of that architecture ("ampere", "hopper",
+ * "blackwell") and memory size: a custom profile with an unknown device id
+ * but MIG instances on offer still gets a geometry. */
+const struct mig_board *mig_board_guess(uint32_t pci_device_id, const char *arch,
+					uint64_t total_mib);
 
 const struct mig_gip *mig_gip_by_index(const struct mig_board *b, unsigned index);
 const struct mig_gip *mig_gip_by_id(const struct mig_board *b, unsigned id);

@@ -54,6 +54,24 @@ static double num(const cJSON *root, int index, const char *block, const char *k
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+static const char *arch_of(const cJSON *root, int index)
+{
+	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices"), *d, *v;
+	int pos = 0;
+
+	cJSON_ArrayForEach(d, devs) {
+		const cJSON *ix = cJSON_GetObjectItemCaseSensitive(d, "index");
+
+		if ((cJSON_IsNumber(ix) ? (int)ix->valuedouble == index : pos == index) &&
+		    cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(d, "architecture")))
+			return v->valuestring;
+		pos++;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "device_defaults"),
+					     "architecture");
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* One GPU instance of p with its full compute instance, first fit. */
 static int add_one(const struct mig_board *b, struct ds_gpu *g, const struct mig_gip *p)
 {
@@ -101,7 +119,8 @@ static int layout_of(const cJSON *root, const struct state_device *dv, const cJS
 	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(m, "mig-devices"), *e;
 	double id = num(root, dv->index, "pci", "device_id");
 	double total = num(root, dv->index, "memory", "total_bytes");
-	const struct mig_board *b = mig_board_for((uint32_t)id, (uint64_t)(total / (1 << 20)));
+	const struct mig_board *b = mig_board_guess((uint32_t)id, arch_of(root, dv->index),
+						    (uint64_t)(total / (1 << 20)));
 
 	memset(g, 0, sizeof(*g));
 	g->set = DS_MIG;
