@@ -7,8 +7,10 @@
 # MIG- UUID entries.  podman run --device nvidia.com/gpu=0:1 gets
 # /dev/nvidia0 and exactly that MIG device's two nvidia-cap nodes (char
 # devices of the nvidia-caps major), and nvidia-smi -L inside lists that
-# MIG device (its UUID) and not the other.  Destroying the instances
-# withdraws the entries; Revoke removes the spec.
+# MIG device (its UUID) and not the other.  A gpudriver worker killed
+# with SIGKILL comes back and the instances, the spec and the watching
+# survive; destroying the instances withdraws the entries; Revoke removes
+# the spec and Discard the store.
 #
 # Skips (77) only without root, podman/runc/busybox (scripts/install-deps.sh)
 # or the unpacked nvidia-smi (scripts/fetch-consumers.sh).
@@ -100,6 +102,20 @@ check "=0:1: they are char devices" [ "$(grep -c 'character special file' "$T/ou
 check "=0:1: nvidia-smi inside lists that MIG device" grep -q "UUID: $MIG1" "$T/out.mig"
 check "=0:1: and not the other one" sh -c "! grep -q 'UUID: $MIG0' '$T/out.mig'"
 
+# A gpudriver worker killed and restarted by the supervisor: the store and
+# the instances survive, and the new worker follows changes again.
+gd_worker() {
+	local p
+	for p in $(pgrep -P "$SUP_PID"); do
+		tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q 'mokka-worker-gpudriver' && echo "$p"
+	done
+}
+old_gd=$(gd_worker)
+[ -n "$old_gd" ] && kill -KILL "$old_gd"
+new_gd() { local p; p=$(gd_worker); [ -n "$p" ] && [ "$p" != "$old_gd" ]; }
+check "the killed gpudriver worker is restarted" wait_for 30 new_gd
+check "its MIG devices survive the restart" sh -c "cd '$T' && '$SMI' -L | grep -q 'UUID: $MIG1'"
+check "so does the MIG CDI spec" grep -q "name: $MIG1" "$MIGSPEC"
 (cd "$T" && "$SMI" mig -i 0 -dci && "$SMI" mig -i 0 -dgi) > "$T/destroy.log" 2>&1
 check "destroyed instances leave the spec (no MIG device: no spec)" wait_for 15 test ! -e "$MIGSPEC"
 check "and their cap nodes" wait_for 5 test ! -e "$DR/dev/nvidia-caps/nvidia-cap$CIMIN"
