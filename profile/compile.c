@@ -20,6 +20,7 @@
 #include "ipc/log.h"
 #include "profile/compile.h"
 #include "profile/compile_internal.h"
+#include "profile/identity.h"
 
 #define DEFAULT_MOCK_ROOT "/var/lib/nvml-mock"
 
@@ -318,8 +319,26 @@ int compile_profile(const char *profile_name, const char *yaml, size_t len,
 		    const struct compile_opts *opts, struct state *out,
 		    char *err, size_t errlen)
 {
-	int rc = compile_all(profile_name, yaml, len, topology_name, topo, topo_len, opts, out,
-			     err, errlen);
+	char *own = NULL;
+	size_t olen = 0;
+	/* A node of its own (identity.h): the profile with this node's
+	 * identities, compiled and staged as the engine config. */
+	int rc = identity_apply(profile_name, yaml, len, opts ? opts->node_name : NULL,
+				opts && opts->node_identity, &own, &olen, err, errlen);
+
+	if (rc == 0 && own)
+		rc = compile_all(profile_name, own, olen, topology_name, topo, topo_len, opts, out,
+				 err, errlen);
+	/* Without one, or again to report the error at the profile's own
+	 * lines (the rewrite drops its comments). */
+	if ((rc == 0 && !own) || (rc < 0 && own)) {
+		rc = compile_all(profile_name, yaml, len, topology_name, topo, topo_len, opts, out,
+				 err, errlen);
+		if (rc == 0 && own)
+			log_warn("%s: the node's own identities do not compile; kept the "
+				 "profile's", profile_name ? profile_name : "<profile>");
+	}
+	free(own);
 
 	/* A refused profile may have built a tree of YTREE_MAX_NODES nodes
 	 * (tens of MB) that is all free now: give it back to the system

@@ -11,6 +11,7 @@
 
 struct compile_opts {
 	const char *node_name;		/* --node-name */
+	bool node_identity;		/* $NODE_NAME named the node: identities derive (identity.h) */
 	const char *mock_root;		/* host path of R; NULL = /var/lib/nvml-mock */
 	int gpu_count_cap;		/* GPU_COUNT; 0 = no cap */
 	const char *driver_version;	/* DRIVER_VERSION fallback; may be NULL */

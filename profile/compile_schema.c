@@ -113,6 +113,7 @@ static const struct ovr_field profile_f[] = {
 	M("pcie_topology", pcie_topology_f),
 	M("infiniband", infiniband_f),
 	SEQM("accelerators", accel_f),
+	S("node_identity"),	/* Mokka: pinned | derived (identity.h) */
 	END };
 
 static const struct ovr_field clique_f[] = { U("id"), SEQ("nodes", OVR_STR), END };

@@ -227,6 +227,8 @@ int profile_env_read(struct compile_opts *co, char *err, size_t errlen)
 		if (env_set(&env_vars[i], v, co, err, errlen) < 0)
 			return -EINVAL;
 	}
+	/* A fleet's node (the DaemonSet, the systemd unit): its own identities. */
+	co->node_identity = co->node_name != host;
 	/* Searched only when the environment names none. */
 	if (!co->nvidia_smi_src)
 		co->nvidia_smi_src = find_nvidia_smi();
