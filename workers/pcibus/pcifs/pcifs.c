@@ -362,6 +362,10 @@ int main(int argc, char **argv)
 	}
 	if (!(f = fuse_new(&args, &ops, sizeof(ops), NULL)) || fuse_mount(f, mount_dir) < 0) {
 		log_error("%s: cannot mount (needs /dev/fuse and CAP_SYS_ADMIN)", mount_dir);
+		if (f)
+			fuse_destroy(f);
+		fuse_opt_free_args(&args);
+		pcifs_model_free(&model);
 		return 1;
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
@@ -372,6 +376,7 @@ int main(int argc, char **argv)
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);
 	fuse_destroy(f);
+	fuse_opt_free_args(&args);
 	pcifs_model_free(&model);
 	/* The binding file is only true while we serve. */
 	if (unlink(state_path) < 0 && errno != ENOENT)

@@ -90,6 +90,8 @@ static bool has_mig_instances(const char *config, const char *bdf)
 		}
 out:
 	free(buf);
+	if (st)
+		state_free(st);
 	free(st);
 	return busy;
 }
