@@ -362,6 +362,11 @@ int cp_merge_profile(const char *profile, size_t plen, const struct cp_plan *p, 
 	}
 	yaml_parser_delete(&parser);
 	rc = merge_devices(&d, p, err, errlen);
+	/* the plan's identities are this node's: never derived over again
+	 * from the node name (profile/identity.h) */
+	if (!rc)
+		rc = set_scalar(&d, (int)(yaml_document_get_root_node(&d) - d.nodes.start) + 1,
+				"node_identity", "pinned", true);
 	if (rc < 0) {
 		yaml_document_delete(&d);
 		return rc;

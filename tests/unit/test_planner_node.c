@@ -87,6 +87,10 @@ Test(controlplane_node, merged_profile_compiles_with_the_plans_identities)
 				      &merged, &len, err, sizeof(err)), 0, "%s", err);
 	cr_assert(strstr(merged, "current_draw_mw: 0"), "%s", merged);
 	cr_assert(strstr(merged, "mode: \"lost\""), "%s", merged);
+	cr_assert(strstr(merged, "node_identity: \"pinned\""), "%s", merged);
+	/* as in a DaemonSet ($NODE_NAME): the plan's identities still win */
+	o.node_name = "node-a";
+	o.node_identity = true;
 	state_init(&st);
 	cr_assert_eq(compile_profile("merged", merged, len, NULL, NULL, 0, &o, &st, err,
 				     sizeof(err)), 0, "%s", err);
