@@ -30,6 +30,7 @@ fab_ns() { local i=$1; shift; nsenter -t "${FHOLD[$i]}" -n "$@"; }
 fab_net() {
 	local i
 	FAB_N=$1
+	rm -rf "$T/fab"
 	mkdir -p "$T/fab"
 	ip link set lo up
 	# No STP delay: ports forward at once (the default holds them 15 s).
@@ -127,5 +128,7 @@ fab_teardown() {
 		kill "${FHOLD[$i]}" 2>/dev/null && wait "${FHOLD[$i]}" 2>/dev/null
 	done
 	FHOLD=()
+	FPID=()
+	ip link del fabbr0 2>/dev/null
 	return 0
 }

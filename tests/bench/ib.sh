@@ -4,6 +4,14 @@
 #  - MAD round trip: COUNT NodeInfo SMPs through the daemon (hop 0, a local
 #    LID, a remote LID over the TCP relay), each as a ratio to the floor:
 #    a SEQPACKET echo round trip between two processes, same run;
+#  - membership at FABRIC_SIZES members (default 16 64 256), each in its
+#    own network namespace with one HCA, seeded with two members and the
+#    network (tests/ib_fabric_lib.sh): time until every member sees all,
+#    control frames and bytes (REGISTER, MEMBERS, DIGEST) a member sent to
+#    join (once, until the first count) and per second in a quiet fabric
+#    (QUIET_S, default 10 s),
+#    beside what the old relay sent (a REGISTER to every member every
+#    second, computed from the REGISTER's size);
 #  - fabric discovery: the unmodified ibnetdiscover (through the shims, on
 #    node 1's staged tree) over rail-optimised 2-level fat trees of
 #    MEMBERS x HCAS CAs (default 2 4 8 16 members x 32 HCAs: 64 .. 512
@@ -14,7 +22,8 @@
 # libibumad lists at most 32 CAs and umad0..63 when it picks the default
 # port, so members carry 32 HCAs and the fabric grows by members.
 # Needs root (namespaces).  Environment: COUNT (5000), RUNS (3), SIZES
-# ("2 4 8 16" members), HCAS (32), LEAF_PORTS (32), SPINES (2).
+# ("2 4 8 16" members), HCAS (32), LEAF_PORTS (32), SPINES (2),
+# FABRIC_SIZES ("16 64 256"), QUIET_S (10).
 if [ -z "${MOKKA_IB_BENCH_INNER:-}" ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for the namespaces"; exit 77; }
 	MOKKA_IB_BENCH_INNER=1 exec unshare -m -n --propagation private bash "$0" "$@"
@@ -70,7 +79,8 @@ stop_nodes() {
 	done
 	MPID=()
 }
-trap 'stop_nodes; cleanup' EXIT
+trap 'stop_nodes; fab_teardown; cleanup' EXIT
+. "$S/tests/ib_fabric_lib.sh"
 
 # ---- MAD round trips ----
 start_nodes 2 2 $((20000 + RANDOM % 20000))
@@ -127,5 +137,30 @@ for m in $SIZES; do
 	awk -v m="$m" -v n=$((m * HCAS)) -v s="$sws" -v t="$t" -v k="${mads:-0}" -v r="$RUNS" -v f="$floor" 'BEGIN{
 		per = k / r; us = per > 0 ? t * 1000 / per : 0
 		printf "bench:   %7d %5d %5s %9d %8d %9.1f %.1f x\n", m, n, s, t, per, us, us / (f > 0 ? f : 1) }'
+done
+# ---- membership: convergence and control traffic per member ----
+FABRIC_SIZES=${FABRIC_SIZES:-16 64 256}
+QUIET_S=${QUIET_S:-10}
+cp "$S/etc/profiles/h100.yaml" "$T/fab1.yaml"
+printf '  hca_count: 1\n  fabric:\n    leaf_ports: 16\n    spines: 2\n' >> "$T/fab1.yaml"
+echo "bench: fabric membership (gossip), 1 HCA per member, seeds $FAB_SEEDS, quiet window ${QUIET_S} s"
+printf 'bench:   %7s %9s %22s %24s %26s\n' members "conv ms" "to join: frames bytes" \
+	"quiet: frames/s bytes/s" "old relay: frames/s bytes/s"
+for m in $FABRIC_SIZES; do
+	fab_net "$m"
+	for i in $(seq 0 $((m - 1))); do fab_config "$i" "$T/fab1.yaml"; done
+	reg=$(jq -c . "$(fab_root 0)/etc/mock-ib.json" | wc -c)
+	t0=$(date +%s%N)
+	for i in $(seq 0 $((m - 1))); do fab_start "$i"; done
+	wait_for 300 fab_all_see "$m" || die "$m members did not converge"
+	conv=$(( ($(date +%s%N) - t0) / 1000000 ))
+	fab_counters > "$T/fc1"
+	sleep "$QUIET_S"
+	fab_counters > "$T/fc2"
+	paste "$T/fc1" "$T/fc2" | awk -v m="$m" -v c="$conv" -v reg="$reg" '
+		{ jf += $1; jb += $2; qf += $6 - $1; qb += $7 - $2; qms += $10 - $5 }
+		END { printf "bench:   %7d %9d %10.0f %11.0f %11.2f %12.1f %12d %13d\n", m, c,
+			jf / m, jb / m, qf * 1000 / qms, qb * 1000 / qms, m - 1, (m - 1) * (reg + 5) }'
+	fab_teardown
 done
 finish

@@ -7,11 +7,12 @@
  *   - Anti-entropy: now and then (1 s after a change, backing off to 16 s,
  *     jittered) a member sends one random member a DIGEST (count and a hash
  *     of every name and version); a mismatch makes both send their whole
- *     lists, and each dials the members it did not know.  Of two members
- *     that learn of each other so, the lower name dials at once, the other
- *     only after 3 s: one connection per pair, not two.
- *   - Two connections between a pair anyway (both dialed): the one dialed
- *     by the lower name stays, on both sides.
+ *     lists, and each dials the members it did not know, after a while
+ *     (4 s for the lower name, 8 s for the other, jittered: the member may
+ *     be a newcomer dialing us): one connection per pair, not two.
+ *   - Two connections between a pair anyway: the one dialed by the lower
+ *     name stays, on both sides (both dialed by one: the one from its
+ *     lower port).
  *   - Dials that fail back off (1 s doubling to 30 s); a member heard of
  *     but never reached is forgotten after 5 failures.
  * A member's cost is one connection per member and a digest every few
@@ -26,7 +27,8 @@
 
 #define PERIOD_MIN_MS 1000
 #define PERIOD_MAX_MS 16000
-#define HIGHER_WAITS_MS 3000		/* the higher name lets the lower dial */
+#define LOWER_WAITS_MS 4000		/* a member learned of by gossip: the */
+#define HIGHER_WAITS_MS 8000		/* lower name dials first */
 #define KNOWN_TRIES 5
 #define DIALING_MS 60000		/* a dial in flight: its close decides */
 
@@ -125,7 +127,8 @@ void mib_gossip_registered(struct mockib *d, struct mib_conn *c)
 		const char *dox = o->outgoing ? d->node : o->remote;
 		const char *low = strcmp(d->node, c->remote) < 0 ? d->node : c->remote;
 
-		if (!strcmp(dc, dox) || strcmp(dc, low)) {
+		/* Both dialed by one end: the lower port of that end stays. */
+		if (!strcmp(dc, dox) ? c->dialer_port > o->dialer_port : strcmp(dc, low) != 0) {
 			mib_conn_close(d, c, "a second connection to the same member", false);
 			return;
 		}
@@ -174,9 +177,13 @@ static int learn(void *arg, const struct mib_gossip_entry *e)
 	if (!(k = calloc(1, sizeof(*k))))
 		return -ENOMEM;
 	k->e = *e;
+	/* A newcomer dials everyone in its first list; every other member
+	 * learned of by gossip is most likely a newcomer dialing us right now:
+	 * give it time (the lower name less), so that most pairs get one link. */
 	k->next_try = x->now;
-	if (!x->newcomer && strcmp(x->d->node, e->node) > 0)
-		k->next_try += mib_jitter(HIGHER_WAITS_MS);
+	if (!x->newcomer)
+		k->next_try += mib_jitter(strcmp(x->d->node, e->node) < 0 ? LOWER_WAITS_MS :
+					  HIGHER_WAITS_MS);
 	k->next = r->known;
 	r->known = k;
 	return 0;

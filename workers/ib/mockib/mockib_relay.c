@@ -414,6 +414,20 @@ void mib_conn_close(struct mockib *d, struct mib_conn *c, const char *why, bool 
 	mib_member_leave(d, c->remote, "its connection closed");
 }
 
+int mib_sock_port(int fd, int (*get)(int, struct sockaddr *, socklen_t *))
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (get(fd, (struct sockaddr *)&ss, &l) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
 static void on_conn(struct mockib *d, struct mib_watch *w, uint32_t events)
 {
 	struct mib_conn *c = (struct mib_conn *)w;
@@ -440,6 +454,7 @@ static void on_conn(struct mockib *d, struct mib_watch *w, uint32_t events)
 			return;
 		}
 		c->connecting = false;
+		c->dialer_port = mib_sock_port(c->w.fd, getsockname);
 		if (c->peer >= 0)
 			d->relay->peers[c->peer].warned = false;
 		log_debug("relay: connected to %s", c->addr);

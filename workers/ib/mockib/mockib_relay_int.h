@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "workers/ib/mockib/mockib.h"
 #include "workers/ib/mockib/mockib_relay.h"
@@ -18,6 +19,7 @@ struct mib_conn {
 	char remote[STATE_NAME_MAX];	/* member name once it registered */
 	char addr[128];			/* for logs */
 	char ip[MIB_GOSSIP_HOST];	/* the other end's numeric address */
+	int dialer_port;		/* the dialing end's port: both ends know it */
 	uint64_t since;
 	uint8_t *in;
 	size_t in_len, in_cap;
@@ -70,6 +72,8 @@ struct mib_conn *mib_conn_new(struct mockib *d, int fd, const char *addr, const 
 void mib_conn_register(struct mockib *d, struct mib_conn *c);	/* queue our REGISTER */
 /* A nonblocking connect to host:port (REGISTER goes out once connected). */
 struct mib_conn *mib_conn_dial(struct mockib *d, const char *host, int port, bool quiet);
+/* The port of a socket's own (getsockname) or other (getpeername) end. */
+int mib_sock_port(int fd, int (*get)(int, struct sockaddr *, socklen_t *));
 /* A delay of ms scaled by a random factor in [0.5, 1.5). */
 uint64_t mib_jitter(uint64_t ms);
 /* 1 s doubling per failure up to 30 s, with jitter. */

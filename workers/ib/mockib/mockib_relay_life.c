@@ -14,9 +14,9 @@
 #include "ipc/log.h"
 #include "workers/ib/mockib/mockib_relay_int.h"
 
-#define HELLO_TIMEOUT_MS 10000		/* an accepted socket must REGISTER */
+#define HELLO_TIMEOUT_MS 30000		/* an accepted socket must REGISTER */
 #define BACKOFF_MAX_MS 30000
-#define CONNECT_TIMEOUT_MS 4000		/* then the dial backs off and retries */
+#define CONNECT_TIMEOUT_MS 15000	/* then the dial backs off and retries */
 
 uint64_t mib_jitter(uint64_t ms)
 {
@@ -79,6 +79,7 @@ static void on_accept(struct mockib *d, struct mib_watch *w, uint32_t events)
 			close(fd);
 			continue;
 		}
+		c->dialer_port = mib_sock_port(fd, getpeername);
 		if (mib_watch_add(d, &c->w, EPOLLIN) < 0) {
 			mib_conn_close(d, c, "epoll", false);
 			continue;
