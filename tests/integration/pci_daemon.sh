@@ -66,11 +66,13 @@ unshare -m --propagation private bash -c '
 	kill -KILL $p; wait $p 2>/dev/null
 	"$B/mokka-pcifs" --host-root "$ROOT" --mock-root "$R" 2>/dev/null & p=$!
 	up || { echo "FAIL: restart after kill -9"; exit 1; }
-	# Kill the daemon and its auto_unmount helper together: the mount
-	# stays behind, stale ("Transport endpoint is not connected").
+	# Kill the auto_unmount helper, then the daemon: the mount stays
+	# behind, stale ("Transport endpoint is not connected").
 	h=$(pgrep -P $p fusermount3)
 	[ -n "$h" ] || { echo "FAIL: no auto_unmount helper"; exit 1; }
-	kill -KILL $p $h; wait $p 2>/dev/null
+	kill -KILL $h
+	for i in $(seq 50); do [ -e /proc/$h ] || break; sleep 0.1; done
+	kill -KILL $p; wait $p 2>/dev/null
 	grep -q " $VIEW fuse" /proc/self/mounts || { echo "FAIL: no stale mount to test with"; exit 1; }
 	"$B/mokka-pcifs" --host-root "$ROOT" --mock-root "$R" 2>/dev/null & p=$!
 	up || { echo "FAIL: restart over a stale mount"; exit 1; }
