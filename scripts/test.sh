@@ -98,6 +98,9 @@ if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/mig.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/fidelity.sh | grep '^bench:\|^fidelity:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top PLAN_CLI=0 bash tests/bench/plan.sh | grep '^bench:' || true
+	# 200 kills (the release check) take ~7 min on 2 cores: CI runs 60.
+	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top CHAOS_ROUNDS=${CHAOS_ROUNDS:-60} CHAOS_SUP_KILLS=4 \
+		bash tests/bench/chaos.sh | grep '^bench:' || true
 fi
 
 phase "benchmarks"
