@@ -257,6 +257,7 @@ static int mode_of(yaml_document_t *d, const char *name, enum identity_mode *m, 
 {
 	char v[32];
 	int id = get_id(d, 1, IDENTITY_KEY);
+	yaml_mark_t at;
 
 	*m = IDENTITY_DEFAULT;
 	if (!id)
@@ -266,10 +267,11 @@ static int mode_of(yaml_document_t *d, const char *name, enum identity_mode *m, 
 		*m = IDENTITY_PINNED;
 	else if (!strcmp(v, "derived"))
 		*m = IDENTITY_DERIVED;
-	else
-		return fail(err, errlen, "%s: " IDENTITY_KEY ": want pinned or derived, got '%.32s'",
-			    name, v);
-	return 0;
+	if (*m != IDENTITY_DEFAULT)
+		return 0;
+	at = yaml_document_get_node(d, id)->start_mark;
+	return fail(err, errlen, "%s:%zu:%zu: " IDENTITY_KEY ": want pinned or derived, got '%.32s'",
+		    name, at.line + 1, at.column + 1, v);
 }
 
 struct out_buf {

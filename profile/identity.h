@@ -63,7 +63,7 @@ enum identity_mode { IDENTITY_DEFAULT, IDENTITY_PINNED, IDENTITY_DERIVED };
  * that compiling it again keeps them; else *out is NULL and the profile
  * stands as written.  A document libyaml cannot read is left to the
  * compiler to report (0, *out NULL).  0, -EINVAL (a bad node_identity,
- * "NAME: node_identity: why" in err) or -ENOMEM. */
+ * "NAME:LINE:COL: node_identity: why" in err) or -ENOMEM. */
 int identity_apply(const char *name, const char *yaml, size_t len, const char *node,
 		   bool by_default, char **out, size_t *olen, char *err, size_t errlen);
 
