@@ -15,6 +15,7 @@
 #include "ipc/log.h"
 #include "overrides/overrides.h"
 #include "profile/compile.h"
+#include "profile/identity.h"
 #include "supervisor/health.h"
 #include "supervisor/pidfile.h"
 #include "supervisor/rootdirs.h"
@@ -128,7 +129,23 @@ static void on_update(void *arg, const char *profile, size_t plen, const char *t
 		profile = compile_default_profile;
 		plen = compile_default_profile_len;
 	}
-	if ((r = cps_filter(profile, plen, topo, tlen, &merged, &mlen, err, sizeof(err))) < 0) {
+	/* The node's own identities (identity.h) under the plan, so that the
+	 * plan's GPU UUIDs and serials win; compile_profile keeps them. */
+	char *own = NULL;
+	size_t olen = 0;
+
+	if (s->opt.state_source &&
+	    (r = identity_apply(s->opt.config ? s->opt.config : "<built-in>", profile, plen,
+				o.node_name, o.node_identity, &own, &olen, err, sizeof(err))) < 0) {
+		log_error("desired state rejected, keeping generation %llu: %s",
+			  (unsigned long long)s->status.generation, err);
+		set_source_error(s, err);
+		return;
+	}
+	r = cps_filter(own ? own : profile, own ? olen : plen, topo, tlen, &merged, &mlen, err,
+		       sizeof(err));
+	free(own);
+	if (r < 0) {
 		log_error("desired state rejected, keeping generation %llu: %s",
 			  (unsigned long long)s->status.generation, err);
 		set_source_error(s, err);

@@ -10,7 +10,8 @@
 # pci_bus_id, modelName, Hostname) differ only in the identity labels.
 # node-a stopped and started again shows the same ones.  A copy of the
 # profile that says `node_identity: pinned` keeps the profile's literal
-# UUIDs under the same NODE_NAME.
+# UUIDs under the same NODE_NAME; with --state-source controlplane: the
+# plan's GPU identity wins over the derived one.
 # Skips (77) only without root or the unpacked nvidia-smi.
 if [ -z "${MOKKA_NODE_IDENTITY_INNER:-}" ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
@@ -59,13 +60,13 @@ root() { echo "$T/node-$1"; }
 smi() { "$(root "$1")$R/driver/usr/bin/nvidia-smi" "${@:2}"; }
 ib() { MOCK_IB=sysfs MOCK_IB_ROOT=$(root "$1")$R/ib LD_PRELOAD=$IB_PRELOAD "${@:2}"; }
 
-# start NODE PROFILE: NODE_NAME=node-NODE, as the DaemonSet sets it
+# start NODE PROFILE [FLAGS...]: NODE_NAME=node-NODE, as the DaemonSet sets it
 start() {
 	mkdir -p "$(root "$1")"
 	nsenter -t "${HOLD[$1]}" -n env NODE_NAME="node-$1" MOKKA_LIBEXECDIR="$B" \
 		unshare -m --propagation private "$B/mokka-supervisor" --host-root "$(root "$1")" \
 		--health-addr 127.0.0.1:18080 --log-level debug --config "$2" \
-		--simulators gpudriver,pcibus,ib >> "$T/sup-$1.log" 2>&1 &
+		--simulators gpudriver,pcibus,ib "${@:3}" >> "$T/sup-$1.log" 2>&1 &
 	SPID[$1]=$!
 	wait_for 60 sh -c "'$(root "$1")$R/driver/usr/bin/nvidia-smi' -L 2>/dev/null | grep -q '^GPU 7'" ||
 		{ tail -30 "$T/sup-$1.log"; die "node-$1: nvidia-smi -L never showed 8 GPUs"; }
@@ -127,6 +128,27 @@ check "restarted node-a: the same UUIDs" cmp -s "$T/a1.uuids" "$T/a2.uuids"
 check "restarted node-a: the same serials" cmp -s "$T/a1.serials" "$T/a2.serials"
 check "restarted node-a: the same IB GUIDs" cmp -s "$T/a1.guids" "$T/a2.guids"
 check "restarted node-a: the same DCGM-style label sets" cmp -s "$T/a1.labels" "$T/a2.labels"
+
+# ---- the control plane's identity wins where its plan gives one ----
+cat > "$T/plan.yaml" <<'EOF'
+apiVersion: mokka.dev/v1alpha1
+kind: SGPUNodeState
+metadata: {name: node-a}
+spec:
+  gpus:
+    - index: 0
+      uuid: "GPU-0123abcd-0000-4000-8000-00000000a000"
+      serial: "1654000000042"
+EOF
+stop_node a
+start a "$S/etc/profiles/h100.yaml" --state-source "controlplane:$T/plan.yaml"
+wait_for 20 sh -c "'$(root a)$R/driver/usr/bin/nvidia-smi' -L 2>/dev/null | grep -q 'GPU-0123abcd'" || :
+snap a a3
+check "plan: GPU 0 has the plan's UUID" \
+	grep -q '^GPU 0: .*(UUID: GPU-0123abcd-0000-4000-8000-00000000a000)' "$T/a3.L"
+check "plan: GPU 0 has the plan's serial" grep -q '^0, .*, 1654000000042,' "$T/a3.q"
+check "plan: GPUs 1-7 keep node-a's own UUIDs" \
+	[ "$(comm -12 "$T/a1.uuids" "$T/a3.uuids" | wc -l)" -eq 7 ]
 
 # ---- node_identity: pinned: the profile's identities as written ----
 stop_node b
