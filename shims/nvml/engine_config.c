@@ -204,8 +204,11 @@ static int device_identity(struct mdev *d, const struct yl_node *entry)
 	return ENG_SUCCESS;
 }
 
-/* Are there /dev/nvidia<N> nodes at all?  Without any (host tools over a
- * staged tree) every device is visible. */
+/* Do the device nodes decide which GPUs are visible?  They do when there
+ * is a /dev/nvidia<N> or /dev/nvidiactl: a container given no GPU
+ * (NVIDIA_VISIBLE_DEVICES=none) has nvidiactl alone and a real driver
+ * lists none there.  Without either (host tools over a staged tree) every
+ * device is visible. */
 static bool any_gpu_node(const char *dir)
 {
 	struct dirent *e;
@@ -215,8 +218,9 @@ static bool any_gpu_node(const char *dir)
 	if (!dp)
 		return false;
 	while (!any && (e = readdir(dp)))
-		any = !strncmp(e->d_name, "nvidia", 6) && e->d_name[6] &&
-		      strspn(e->d_name + 6, "0123456789") == strlen(e->d_name + 6);
+		any = !strcmp(e->d_name, "nvidiactl") ||
+		      (!strncmp(e->d_name, "nvidia", 6) && e->d_name[6] &&
+		       strspn(e->d_name + 6, "0123456789") == strlen(e->d_name + 6));
 	closedir(dp);
 	return any;
 }

@@ -9,6 +9,7 @@
 
 #include "shims/nvml/nvml_types.h"
 #include "shims/nvml/api_board.h"
+#include "shims/nvml/api_reset.h"
 
 #define TABLE_BYTES 0x1000
 #define TABLE_SLOTS (TABLE_BYTES / 8)	/* every slot the size admits exists */
@@ -209,9 +210,15 @@ static const struct {
 	unsigned slot;
 	slot_fn fn;
 } implemented[] = {
+	{ 13, nvml_slot_reset_one },
+	{ 20, nvml_slot_reset_primary },
 	{ 23, slot_topology },
 	{ 72, slot_sampling },
 	{ 108, slot_enforced_limit },
+	{ 169, nvml_slot_reset_path },
+	{ 182, nvml_slot_reset_group },
+	{ 183, nvml_slot_reset_members },
+	{ 184, nvml_slot_reset_free },
 	{ 209, nvml_slot_graphics_voltage },
 	{ 213, slot_compute },
 	{ 214, slot_mps },

@@ -247,6 +247,17 @@ Test(nvml_engine, visibility_follows_dev_nodes)
 	cr_assert_null(engine_device_by_uuid("GPU-2330de10-0000-0000-0000-000000000001"));
 }
 
+/* A container given no GPU (NVIDIA_VISIBLE_DEVICES=none): nvidiactl alone,
+ * and the real driver lists no device. */
+Test(nvml_engine, nvidiactl_alone_shows_no_gpu)
+{
+	setenv("MOCK_NVML_CONFIG", profile_path("h100.yaml"), 1);
+	put("dev/nvidiactl", "");
+	put("dev/nvidia-uvm", "");
+	init_ok();
+	cr_assert_eq(engine_device_count(), 0);
+}
+
 /* ---- overrides -------------------------------------------------------- */
 
 Test(nvml_engine, overrides_all_then_device)
