@@ -27,8 +27,11 @@ static const int caps_mknod[] = { FILES, CAP_MKNOD, -1 };
 /* Daemons read their config and write markers and sockets in the mock
  * state tree and /dev/kmsg, all root-owned: uid 0 alone suffices. */
 static const int caps_none[] = { -1 };
-/* mock-ib's relay port comes from the profile and may be below 1024. */
-static const int caps_mockib[] = { CAP_NET_BIND_SERVICE, -1 };
+/* mock-ib's relay port comes from the profile and may be below 1024.  Its
+ * socket is root:<group> 0660 like /dev/infiniband/umad*, the group from
+ * $MOCK_IB_SOCKET_GROUP (inherited from the supervisor's environment):
+ * CHOWN sets it, and mock-ib drops CHOWN from its sets right after. */
+static const int caps_mockib[] = { CAP_NET_BIND_SERVICE, CAP_CHOWN, -1 };
 /* The daemons read MOKKA_LOG_* through the inherited environment; a
  * worker may restate them, nothing else. */
 static const char *const env_log[] = { "MOKKA_LOG_LEVEL", "MOKKA_LOG_FORMAT", NULL };

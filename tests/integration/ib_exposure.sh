@@ -5,7 +5,10 @@
 #    outside the group cannot connect, one in the group can;
 #  - the relay listens on the address it is given only, and a connection
 #    from a host not in ib.peers is closed before a frame is read (its
-#    REGISTER never makes a member), while a listed peer's is taken.
+#    REGISTER never makes a member), while a listed peer's is taken;
+#  - under the supervisor, $MOCK_IB_SOCKET_GROUP in its environment makes
+#    the socket root:<group> 0660, and mock-ib holds CAP_CHOWN only until
+#    it has set that group (then CapPrm = CapEff = NET_BIND_SERVICE).
 if [ -z "${MOKKA_IB_EXPOSURE_INNER:-}" ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (namespaces, setpriv)"; exit 77; }
 	MOKKA_IB_EXPOSURE_INNER=1 exec unshare -n bash "$0" "$@"
@@ -104,5 +107,24 @@ out=$(register 127.0.0.2 "$T/b.json")
 check "a listed peer is answered ($out)" [ "$out" = answered ]
 check "... and joins the fabric" wait_for 5 grep -q 'member node-b joined the fabric' "$T/mib.log"
 stop
+
+# --- under the supervisor: the group comes from its environment (daemons
+# inherit it), CAP_CHOWN sets the socket's group and is gone right after.
+SSOCK=$ROOT$R/run/mock-ib.sock
+MOCK_IB_SOCKET_GROUP=4245 start_supervisor --simulators pcibus,ib --config "$P" --node-name node-s
+wait_for 60 test -S "$SSOCK" || die "no mock-ib socket under the supervisor: $(tail -5 "$T/sup.log")"
+MP=$(pgrep -P "$SUP_PID" -x mock-ib | head -1)
+[ -n "$MP" ] || die "no mock-ib child of the supervisor"
+wait_for 10 sh -c "[ \"\$(stat -c %u:%g '$SSOCK')\" = 0:4245 ]"
+check "supervised: socket is 0660 root:4245 ($(stat -c %a:%u:%g "$SSOCK"))" \
+	[ "$(stat -c %a:%u:%g "$SSOCK")" = 660:0:4245 ]
+out=$(setpriv --reuid=65534 --regid=65534 --groups=4245 "$C" nodeinfo "$SSOCK" 0 2>&1)
+check "supervised: a member of the group connects ($out)" grep -q '^type 1 ports 1' <<<"$out"
+out=$(as_nobody "$C" nodeinfo "$SSOCK" 0 2>&1)
+check "supervised: a non-member cannot ($out)" grep -qi 'permission denied' <<<"$out"
+caps=$(awk '/^Cap(Prm|Eff|Bnd)/ { printf "%s %s ", $1, $2 }' "/proc/$MP/status")
+check "supervised: mock-ib keeps only NET_BIND_SERVICE, CHOWN dropped ($caps)" \
+	[ "$caps" = "CapPrm: 0000000000000400 CapEff: 0000000000000400 CapBnd: 0000000000000401 " ]
+stop_supervisor
 [ $FAILS -eq 0 ] || { tail -30 "$T/mib.log"; exit 1; }
 echo "ok: ib_exposure"

@@ -161,6 +161,7 @@ const char *mib_ca_owner(const struct mockib *d, int ca);	/* node name */
 
 /* mockib_session.c */
 int mib_listen_open(struct mockib *d);
+void mib_drop_chown(void);	/* after the socket's chgrp: never needed again */
 void mib_listen_close(struct mockib *d);
 void mib_listen_resume(struct mockib *d);	/* after EMFILE, once fds are free */
 void mib_session_send(struct mib_session *s, const void *buf, size_t len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -404,6 +405,9 @@ int mib_listen_open(struct mockib *d)
 	if (chown(d->sock_path, (uid_t)-1, d->sock_gid) < 0)
 		log_error("%s: chgrp %u: %s; only root can connect", d->sock_path,
 			  (unsigned)d->sock_gid, strerror(errno));
+	/* The one use of CAP_CHOWN (the supervisor grants it for this): gone
+	 * for the rest of the daemon's life. */
+	mib_drop_chown();
 	if (chmod(d->sock_path, MIB_SOCKET_MODE) < 0)
 		log_warn("%s: chmod %04o: %s", d->sock_path, MIB_SOCKET_MODE, strerror(errno));
 	d->listen_w.fd = fd;
@@ -417,6 +421,24 @@ int mib_listen_open(struct mockib *d)
 	}
 	log_info("listening on %s", d->sock_path);
 	return 0;
+}
+
+void mib_drop_chown(void)
+{
+	cap_value_t v = CAP_CHOWN;
+	cap_t c = cap_get_proc();
+	cap_flag_value_t had = CAP_CLEAR;
+
+	if (!c)
+		return;
+	cap_get_flag(c, CAP_CHOWN, CAP_PERMITTED, &had);
+	if (had == CAP_SET && (cap_set_flag(c, CAP_EFFECTIVE, 1, &v, CAP_CLEAR) < 0 ||
+			       cap_set_flag(c, CAP_PERMITTED, 1, &v, CAP_CLEAR) < 0 ||
+			       cap_set_proc(c) < 0))
+		log_warn("cannot drop CAP_CHOWN: %s", strerror(errno));
+	else if (had == CAP_SET)
+		log_debug("dropped CAP_CHOWN");
+	cap_free(c);
 }
 
 void mib_listen_resume(struct mockib *d)
