@@ -17,6 +17,7 @@
 
 #include "profile/compile.h"
 #include "profile/compile_internal.h"
+#include "profile/identity.h"
 
 #define IB_DEFAULT_PORT 18515
 
@@ -376,11 +377,12 @@ static int make_hcas(struct cctx *c, const struct ynode *ibn, struct state *s, i
 	ib->num_hcas = count;
 	for (int i = 0; i < ib->num_hcas; i++) {
 		struct state_hca *h = &ib->hcas[i];
-		uint32_t ident = ((nid & 0x7fffffu) << 9) | ((uint32_t)i << 1);
 
 		h->index = i;
 		snprintf(h->name, sizeof(h->name), "mlx5_%d", i);
-		h->node_guid = (strtoull(d->prefix, NULL, 16) << 32) | ident;
+		/* the node's own GUIDs live with its other identities */
+		h->node_guid = identity_ib_node_guid((uint32_t)strtoull(d->prefix, NULL, 16),
+						     s->node_name, i);
 		h->port_guid = h->node_guid | 1;
 		h->lid = 0x100 + (nid % (0xbf00u / (uint32_t)count)) * (uint32_t)count + (uint32_t)i;
 		h->port_state = d->port_state;
