@@ -151,6 +151,7 @@ int dc_rack(struct dctx *c, const struct pt *obj, struct pl_rack *rk)
 	int rc;
 
 	rk->owner_uid = owner_uid(c, pt_get(pt_get(obj, "metadata"), "ownerReferences"));
+	rk->terminating = pt_get(pt_get(obj, "metadata"), "deletionTimestamp") != NULL;
 	if (!spec || spec->kind != PT_MAP)
 		return dc_bad(c, spec, "spec", "required mapping");
 	pref = pt_get(spec, "profileRef");

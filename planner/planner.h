@@ -155,6 +155,7 @@ struct pl_rack {
 	int nnodes;
 	const char *fabric_uuid;
 	int clique_id;
+	bool terminating;		/* metadata.deletionTimestamp set */
 	/* planner state */
 	int inv;			/* owning inventory index, -1 none */
 	int gidx;			/* its group in that inventory, -1 none */

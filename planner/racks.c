@@ -34,8 +34,10 @@ static void classify_existing(struct pl_world *w, struct pl_rack *rk)
 	rk->inv = owner_inventory(w, rk);
 	if (!rk->owner_uid)
 		return;			/* not ours: never touched, never listed */
-	if (rk->inv < 0) {
-		rk->remove = true;	/* its inventory is gone */
+	if (rk->inv < 0 || rk->terminating) {
+		/* its inventory is gone, or someone deleted it: its finalizer
+		 * holds it until its Nodes are clean */
+		rk->remove = true;
 		return;
 	}
 	inv = &w->inventories[rk->inv];

@@ -193,3 +193,40 @@ Test(projection, profile_shrink_drains_the_slots_past_it)
 	fx_free(&f);
 	free(a);
 }
+
+/* A rack someone deleted (its finalizer holds it): drained like a shrink. */
+static char *terminating(char *rack)
+{
+	char *at = strstr(rack, "metadata:\n");
+	char *out = fx_fmt("%.*smetadata:\n  deletionTimestamp: \"2026-01-02T00:00:00Z\"\n%s",
+			   (int)(at - rack), rack, at + strlen("metadata:\n"));
+
+	free(rack);
+	return out;
+}
+
+Test(projection, deleted_rack_drains_then_goes)
+{
+	struct fx f;
+	char *a = ann(0, 0, "a", "ua"), *out;
+	char *g = fx_fmt("[" GROUP("g", "p", 1, POOL("x")) "]");
+
+	fx_plan(&f, fx_cat(fx_profile("p", 1, 2, 1, NULL), fx_inventory("inv", "iu", T0, g),
+			   terminating(fx_rack("inv", "iu", "g", 0, BOUND_A)),
+			   fx_node("a", "ua", T1, 1, "pool: x", a), NULL));
+	cr_assert_eq(fx_projection(&f, "a"), -1);
+	out = fx_emit(&f, pl_emit_deletes);
+	cr_assert_str_eq(out, "");
+	free(out);
+	fx_free(&f);
+	fx_plan(&f, fx_cat(fx_profile("p", 1, 2, 1, NULL), fx_inventory("inv", "iu", T0, g),
+			   terminating(fx_rack("inv", "iu", "g", 0, BOUND_A)),
+			   fx_node("a", "ua", T1, 1, "pool: x", NULL), NULL));
+	out = fx_emit(&f, pl_emit_deletes);
+	cr_assert_str_eq(out, "sgpuracks.mokka.nvidia.com/inv-g-0\n");
+	cr_assert_eq(fx_get_node(&f, "a")->state, PL_N_PENDING);	/* no new rack meanwhile */
+	free(out);
+	fx_free(&f);
+	free(g);
+	free(a);
+}
