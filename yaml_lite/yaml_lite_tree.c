@@ -37,9 +37,12 @@ void yl_free(struct yl_node *n)
 		return;
 	for (size_t i = 0; i < n->n; i++)
 		yl_free(n->kids[i]);
-	free(n->kids);
-	free(n->key);
-	free(n->str);
+	if (!n->kids_inline)
+		free(n->kids);
+	if (!n->key_inline)
+		free(n->key);
+	if (!n->str_inline)
+		free(n->str);
 	free(n);
 }
 
@@ -47,10 +50,16 @@ int yl_append(struct yl_node *parent, struct yl_node *kid)
 {
 	if (parent->n == parent->cap) {
 		size_t cap = parent->cap ? parent->cap * 2 : 4;
-		struct yl_node **k = realloc(parent->kids, cap * sizeof(*k));
+		struct yl_node **k;
 
-		if (!k)
+		if (parent->kids_inline) {	/* out of the node's block */
+			if (!(k = malloc(cap * sizeof(*k))))
+				return -ENOMEM;
+			memcpy(k, parent->kids, parent->n * sizeof(*k));
+			parent->kids_inline = false;
+		} else if (!(k = realloc(parent->kids, cap * sizeof(*k)))) {
 			return -ENOMEM;
+		}
 		parent->kids = k;
 		parent->cap = cap;
 	}
@@ -58,34 +67,50 @@ int yl_append(struct yl_node *parent, struct yl_node *kid)
 	return 0;
 }
 
+/* One allocation per node (the node, its kids array, key and text): a
+ * device tree is cloned at every rebuild, and four mallocs per node were
+ * most of the library's init. */
 struct yl_node *yl_clone(const struct yl_node *n)
 {
+	size_t klen, slen, off_k, off_s;
 	struct yl_node *c;
 
 	if (!n)
 		return NULL;
-	c = yl_new(n->kind);
+	klen = n->key ? strlen(n->key) + 1 : 0;
+	slen = n->str ? strnlen(n->str, n->len) : 0;
+	off_k = sizeof(*c) + n->n * sizeof(*c->kids);
+	off_s = off_k + klen;
+	c = calloc(1, off_s + (n->str ? slen + 1 : 0));
 	if (!c)
 		return NULL;
+	c->kind = n->kind;
 	c->quoted = n->quoted;
 	c->line = n->line;
 	c->col = n->col;
 	c->len = n->len;
-	if ((n->key && !(c->key = strdup(n->key))) ||
-	    (n->str && !(c->str = strndup(n->str, n->len))))
-		goto err;
+	if (n->key) {
+		c->key = memcpy((char *)c + off_k, n->key, klen);
+		c->key_inline = true;
+	}
+	if (n->str) {
+		c->str = memcpy((char *)c + off_s, n->str, slen);
+		c->str[slen] = 0;
+		c->str_inline = true;
+	}
+	if (n->n) {
+		c->kids = (struct yl_node **)(c + 1);
+		c->kids_inline = true;
+		c->cap = n->n;
+	}
 	for (size_t i = 0; i < n->n; i++) {
-		struct yl_node *k = yl_clone(n->kids[i]);
-
-		if (!k || yl_append(c, k) < 0) {
-			yl_free(k);
-			goto err;
+		if (!(c->kids[i] = yl_clone(n->kids[i]))) {
+			yl_free(c);
+			return NULL;
 		}
+		c->n = i + 1;
 	}
 	return c;
-err:
-	yl_free(c);
-	return NULL;
 }
 
 bool yl_is_null(const struct yl_node *n)
@@ -172,17 +197,32 @@ struct yl_node *yl_path(const struct yl_node *root, const char *path)
 	return (struct yl_node *)n;
 }
 
+/* Gives n the malloc'd key k. */
+static void set_key(struct yl_node *n, char *k)
+{
+	if (!n->key_inline)
+		free(n->key);
+	n->key = k;
+	n->key_inline = false;
+}
+
 int yl_map_set(struct yl_node *map, const char *key, struct yl_node *val)
 {
 	char *k;
 
 	for (size_t i = 0; i < map->n; i++) {
 		if (map->kids[i]->key && !strcmp(map->kids[i]->key, key)) {
-			k = map->kids[i]->key;
-			map->kids[i]->key = NULL;
-			yl_free(map->kids[i]);
-			free(val->key);
-			val->key = k;
+			struct yl_node *old = map->kids[i];
+
+			if (old->key_inline) {	/* it goes with the old node */
+				if (!(k = strdup(key)))
+					return -ENOMEM;
+			} else {
+				k = old->key;
+				old->key = NULL;
+			}
+			yl_free(old);
+			set_key(val, k);
 			map->kids[i] = val;
 			return 0;
 		}
@@ -190,8 +230,7 @@ int yl_map_set(struct yl_node *map, const char *key, struct yl_node *val)
 	k = strdup(key);
 	if (!k)
 		return -ENOMEM;
-	free(val->key);
-	val->key = k;
+	set_key(val, k);
 	if (yl_append(map, val) < 0) {
 		val->key = NULL;
 		free(k);

@@ -194,10 +194,11 @@ static int load(void)
 	}
 	if (eng_topology_overlay() < 0)
 		return ENG_ERROR_UNKNOWN;
+	/* The overrides first, so each device's tree is built once. */
+	eng_overrides_reload(true);
 	for (unsigned i = 0; i < eng.ndev; i++)
 		if (eng_rebuild_device(&eng_devs[i]) < 0)
 			return ENG_ERROR_UNKNOWN;
-	eng_overrides_refresh(true);
 	for (unsigned i = 0; i < eng.ndev; i++)
 		board_detect(&eng_devs[i]);
 	eng_state_refresh();

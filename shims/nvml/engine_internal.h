@@ -124,6 +124,7 @@ bool eng_parse_bdf(const char *s, unsigned long *domain, unsigned *bus,
  * the overrides module, overrides/). */
 struct yl_node *eng_boot_merge(const struct yl_node *defaults, const struct yl_node *entry);
 bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size);
+bool eng_overrides_reload(bool force);
 void eng_overrides_refresh(bool force);
 int eng_rebuild_device(struct mdev *d);
 

@@ -106,11 +106,14 @@ bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size)
 static int freeze(struct yl_node *n, const struct yl_node *base)
 {
 	for (size_t i = 0; ovr_frozen[i]; i++) {
-		const struct yl_node *v = yl_path(base, ovr_frozen[i]);
+		const struct yl_node *v = yl_path(base, ovr_frozen[i]), *cur;
 		struct yl_node *c;
 
 		if (!v)
 			ovr_remove(n, ovr_frozen[i]);
+		else if ((cur = yl_path(n, ovr_frozen[i])) && cur->kind == v->kind &&
+			 cur->quoted == v->quoted && yl_equal(v, cur))
+			continue;	/* untouched by the overrides: nothing to copy */
 		else if (!(c = yl_clone(v)) || ovr_set(n, ovr_frozen[i], c) < 0)
 			return -ENOMEM;
 	}
@@ -146,7 +149,9 @@ static bool same_file(const struct eng_file_id *a, const struct eng_file_id *b)
 		 a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec));
 }
 
-void eng_overrides_refresh(bool force)
+/* Reads the overrides document when it changed (or when forced); true when
+ * eng.overrides was replaced, so the devices need rebuilding. */
+bool eng_overrides_reload(bool force)
 {
 	struct eng_file_id id = { 0 };
 	struct yl_node *doc = NULL;
@@ -156,33 +161,40 @@ void eng_overrides_refresh(bool force)
 	bool missing = false;
 
 	if (!force && now - eng.overrides_checked < ENG_TTL_S)
-		return;
+		return false;
 	eng.overrides_checked = now;
 	if (stat(eng.overrides_path, &st) == 0) {
 		id = (struct eng_file_id){ true, st.st_dev, st.st_ino, st.st_size, st.st_mtim };
 	} else if (errno != ENOENT) {
 		eng_debug("%s: %s (keeping the previous overrides)", eng.overrides_path,
 			  strerror(errno));
-		return;
+		return false;
 	}
 	if (!force && same_file(&id, &eng.overrides_id))
-		return;
+		return false;
 	eng.overrides_id = id;
 	if (id.present) {
 		doc = eng_load_yaml(eng.overrides_path, &missing);
 		if (!doc && !missing) {
 			eng_debug("%s: ignored (keeping the previous overrides)", eng.overrides_path);
-			return;
+			return false;
 		}
 		if (doc && !eng_overrides_valid(doc, why, sizeof(why))) {
 			eng_debug("%s:%s: ignored (keeping the previous overrides)",
 				  eng.overrides_path, why);
 			yl_free(doc);
-			return;
+			return false;
 		}
 	}
 	yl_free(eng.overrides);
 	eng.overrides = doc;
+	return true;
+}
+
+void eng_overrides_refresh(bool force)
+{
+	if (!eng_overrides_reload(force))
+		return;
 	for (unsigned i = 0; i < eng.ndev; i++)
 		if (eng_rebuild_device(&eng_devs[i]) < 0)
 			eng_debug("device %u: out of memory rebuilding its configuration", i);
