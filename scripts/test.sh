@@ -95,6 +95,7 @@ if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/reconcile.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/nvml.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/ib.sh | grep '^bench:' || true
+	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/pci.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/mig.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/fidelity.sh | grep '^bench:\|^fidelity:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top PLAN_CLI=0 bash tests/bench/plan.sh | grep '^bench:' || true
