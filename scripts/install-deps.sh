@@ -20,7 +20,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	clang libclang-rt-dev \
 	systemd python3 file diffutils findutils xz-utils patchelf libxml2-utils python3-yaml \
 	slurmd hwloc libhwloc-contrib-plugins \
-	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev \
+	infiniband-diags ibverbs-utils ibverbs-providers libibmad-dev libibnetdisc-dev ibsim-utils \
 	prometheus-node-exporter \
 	podman runc debootstrap man-db \
 	conmon containerd busybox-static \

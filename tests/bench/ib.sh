@@ -14,15 +14,19 @@
 #    second, computed from the REGISTER's size);
 #  - fabric discovery: the unmodified ibnetdiscover (through the shims, on
 #    node 1's staged tree) over rail-optimised 2-level fat trees of
-#    MEMBERS x HCAS CAs (default 2 4 8 16 members x 32 HCAs: 64 .. 512
-#    CAs, as the issue asks), median of RUNS, with the MADs it
+#    MEMBERS x HCAS CAs (default 2 4 8 16 64 members x 32 HCAs: 64 ..
+#    2,048 CAs, as the issue asks), median of RUNS, with the MADs it
 #    sent (node 1's counter), the time per MAD, and the ratio of the time
 #    per MAD to the echo floor; ib_client's own DR walk when the shims or
-#    the ib worker are not built.
+#    the ib worker are not built.  Beside it, the classic simulator on the
+#    very same fabric: ibsim (ibsim-utils) loaded with that ibnetdiscover
+#    output, the same ibnetdiscover through its libumad2sim.so (attached
+#    at the first switch), median of RUNS; the ratio mock-ib / ibsim and
+#    the cost per CA of each (us/CA, mock-ib | ibsim).
 # libibumad lists at most 32 CAs and umad0..63 when it picks the default
 # port, so members carry 32 HCAs and the fabric grows by members.
 # Needs root (namespaces).  Environment: COUNT (5000), RUNS (3), SIZES
-# ("2 4 8 16" members), HCAS (32), LEAF_PORTS (32), SPINES (2),
+# ("2 4 8 16 64" members), HCAS (32), LEAF_PORTS (32), SPINES (2),
 # FABRIC_SIZES ("16 64 256"), QUIET_S (10).
 if [ -z "${MOKKA_IB_BENCH_INNER:-}" ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for the namespaces"; exit 77; }
@@ -31,7 +35,7 @@ fi
 . "$(dirname "$0")/../lib.sh"
 COUNT=${COUNT:-5000}
 RUNS=${RUNS:-3}
-SIZES=${SIZES:-2 4 8 16}
+SIZES=${SIZES:-2 4 8 16 64}
 HCAS=${HCAS:-32}
 LEAF_PORTS=${LEAF_PORTS:-32}
 SPINES=${SPINES:-2}
@@ -59,7 +63,9 @@ sock() { echo "$(root "$1")$R/run/mock-ib.sock"; }
 start_nodes() {
 	local m=$1 h=$2 base=$3 p i peers=
 	p=$(profile "$h")
-	for i in $(seq "$m"); do peers=$peers${peers:+,}127.0.0.1:$((base + i)); done
+	# Two seeds: the members learn each other by gossip (a list of every
+	# member would not fit ib.peers at 64 members).
+	peers=127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))
 	for i in $(seq "$m"); do
 		mkdir -p "$(root $i)/etc"
 		"$C" config --profile "$p" --node "node$(printf %03d $i)" --listen 127.0.0.1 \
@@ -117,8 +123,31 @@ discover() { # one walk from node 1; prints the CA count
 		"$C" discover "$(sock 1)" 0 | awk '{print $2}'
 	fi
 }
+# ibsim_discover CAS: ibsim on the fabric mock-ib just printed ($T/disc.out;
+# ibsim parses no NDR, so the links read QDR), then ibnetdiscover through
+# libumad2sim.so, RUNS times; prints the median ms.
+ibsim_discover() {
+	local sp times=$T/sim.times
+	sed 's/4xNDR/4xQDR/' "$T/disc.out" > "$T/sim.net"
+	ibsim -s -n -N 65536 -S 8192 -P 262144 "$T/sim.net" > "$T/ibsim.log" 2>&1 &
+	sp=$!
+	wait_for 60 grep -q 'simulator ready' "$T/ibsim.log" || die "ibsim: $(tail -3 "$T/ibsim.log")"
+	: > "$times"
+	for _ in $(seq "$RUNS"); do
+		a=$(ms_now)
+		LD_PRELOAD=$SIMSO ibnetdiscover > "$T/sim.out" 2> "$T/sim.err" || die "ibsim ibnetdiscover: $(head -3 "$T/sim.err")"
+		echo $(( $(ms_now) - a )) >> "$times"
+		[ "$(grep -c '^Ca' "$T/sim.out")" = "$1" ] || die "ibsim: ibnetdiscover found $(grep -c '^Ca' "$T/sim.out") CAs, want $1"
+	done
+	kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null
+	median < "$times"
+}
 echo "bench: fabric discovery with $([ -n "$use_tools" ] && echo "ibnetdiscover (shims)" || echo "ib_client discover (no shims/worker built)"), median of $RUNS, leaf_ports $LEAF_PORTS, $SPINES spines"
-printf 'bench:   %7s %5s %5s %9s %8s %9s %s\n' members CAs sws "time ms" MADs "us/MAD" "per MAD vs floor"
+SIMSO=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+use_ibsim=
+[ -n "$use_tools" ] && command -v ibsim > /dev/null && [ -f "$SIMSO" ] && use_ibsim=1
+printf 'bench:   %7s %5s %5s %9s %8s %9s %16s %9s %9s %12s\n' members CAs sws "time ms" MADs "us/MAD" \
+	"per MAD vs floor" "ibsim ms" "mock/sim" "us/CA m|s"
 port=$((40000 + RANDOM % 20000))
 for m in $SIZES; do
 	port=$((port + 100))
@@ -134,9 +163,14 @@ for m in $SIZES; do
 	stop_nodes
 	mads=$(grep -o 'stopped: [0-9]* MADs in' "$T/mib1.log" | awk '{print $2}')
 	t=$(median < "$T/times")
-	awk -v m="$m" -v n=$((m * HCAS)) -v s="$sws" -v t="$t" -v k="${mads:-0}" -v r="$RUNS" -v f="$floor" 'BEGIN{
+	st=0
+	[ -n "$use_ibsim" ] && st=$(ibsim_discover "$((m * HCAS))")
+	awk -v m="$m" -v n=$((m * HCAS)) -v s="$sws" -v t="$t" -v k="${mads:-0}" -v r="$RUNS" -v f="$floor" \
+		-v st="$st" 'BEGIN{
 		per = k / r; us = per > 0 ? t * 1000 / per : 0
-		printf "bench:   %7d %5d %5s %9d %8d %9.1f %.1f x\n", m, n, s, t, per, us, us / (f > 0 ? f : 1) }'
+		printf "bench:   %7d %5d %5s %9d %8d %9.1f %14.1f x", m, n, s, t, per, us, us / (f > 0 ? f : 1)
+		if (st > 0) printf " %9d %8.2f x %5.0f|%-5.0f", st, t / st, t * 1000 / n, st * 1000 / n
+		printf "\n" }'
 done
 # ---- membership: convergence and control traffic per member ----
 FABRIC_SIZES=${FABRIC_SIZES:-16 64 256}
