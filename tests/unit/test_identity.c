@@ -133,6 +133,8 @@ Test(identity, compiled_profile_per_node)
 	cr_assert_eq(a.ib.hcas[0].node_guid >> 40, 0xa088c2u);
 	cr_assert_neq(a.ib.hcas[0].node_guid, b.ib.hcas[0].node_guid);
 	/* mokka-ctl and pcifs compile the staged config without a node: same GPUs */
+	state_free(&again);
+	state_init(&again);
 	cr_assert_eq(compile_profile("config.yaml", a.profile_doc, a.profile_len, NULL, NULL, 0,
 				     NULL, &again, err, sizeof(err)), 0, "%s", err);
 	for (int i = 0; i < a.num_devices; i++)
