@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -69,6 +70,9 @@ static void record(struct rootdirs *rd, const char *state)
 	fclose(f);
 }
 
+/* The host root of this run (rootdirs_cleanup resolves beneath it). */
+static char root_path[4096];
+
 int rootdirs_prepare(struct rootdirs *rd, const char *host_root, const char *mock_root)
 {
 	char full[4096];
@@ -79,6 +83,7 @@ int rootdirs_prepare(struct rootdirs *rd, const char *host_root, const char *moc
 		log_error("--host-root %s: %s", host_root, errno ? strerror(errno) : "not a directory");
 		return -ENOTDIR;
 	}
+	snprintf(root_path, sizeof(root_path), "%s", host_root);
 	if (snprintf(full, sizeof(full), "%s%s/state", host_root, mock_root) >= (int)sizeof(full))
 		return -ENAMETOOLONG;
 	/* Never create the host root itself; only what lies below it. */
@@ -90,16 +95,39 @@ int rootdirs_prepare(struct rootdirs *rd, const char *host_root, const char *moc
 	return r;
 }
 
+/* Remove full (below the host root, root_len bytes of it) beneath the
+ * root: never a directory reached through a link planted meanwhile. */
+static int remove_beneath(int rootfd, const char *full, size_t root_len, int flags)
+{
+	const char *name;
+	int dfd = beneath_parent(rootfd, full + root_len, &name), r = 0;
+
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, flags) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
+}
+
 void rootdirs_cleanup(struct rootdirs *rd)
 {
 	char file[4200];
+	int rootfd = beneath_root(root_path), r;
+	size_t len = strlen(root_path);
 
+	if (rootfd < 0) {
+		log_warn("teardown: host root %s: %s", root_path, strerror(-rootfd));
+		return;
+	}
 	if (rd->n > 0) {
 		snprintf(file, sizeof(file), "%s" ROOTDIRS_RECORD, rd->created[rd->n - 1]);
-		unlink(file);
+		remove_beneath(rootfd, file, len, 0);
 	}
 	for (int i = rd->n - 1; i >= 0; i--)
-		if (rmdir(rd->created[i]) < 0 && errno != ENOENT)
-			log_warn("teardown: %s left in place: %s", rd->created[i], strerror(errno));
+		if ((r = remove_beneath(rootfd, rd->created[i], len, AT_REMOVEDIR)) < 0 &&
+		    r != -ENOENT)
+			log_warn("teardown: %s left in place: %s", rd->created[i], strerror(-r));
+	close(rootfd);
 	rd->n = 0;
 }
