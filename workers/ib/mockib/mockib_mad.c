@@ -326,6 +326,29 @@ void mib_mad_answer_remote(struct mockib *d, const char *origin, uint64_t req_id
 /* ------------------------------------------------------------------ */
 /* MADs the clients send.                                              */
 
+/* An SMP (NodeInfo, PortInfo, NodeDescription, ...) for a remote CA is
+ * answered here from the member's REGISTERed state, as its owner would:
+ * the same bytes without two relay hops (a fabric walk is thousands of
+ * them).  On real hardware the HCA's firmware answers SMPs, a stopped host
+ * or not; PMA and vendor classes still go to the owner. */
+static bool answer_smp_here(struct mib_session *s, const struct mib_uhdr *h,
+			    const struct mad_result *fw, const uint8_t *mad, size_t len)
+{
+	struct mad_result r = { .target_ca = -1 };
+	uint8_t cls = mib_mad_class(mad);
+	bool done = false;
+
+	if (cls != 0x01 && cls != 0x81)
+		return false;
+	if (mad_answer_local(&s->d->fab, fw->target_ca, fw->ingress_port, mad, len, &r) == 0 &&
+	    r.v == MAD_REPLY) {
+		send_recv(s, h->agent_id, r.reply, r.reply_len, r.reply_slid, r.reply_qpn);
+		done = true;
+	}
+	mad_result_free(&r);
+	return done;
+}
+
 void mib_mad_from_session(struct mib_session *s, const uint8_t *buf, size_t len)
 {
 	struct mockib *d = s->d;
@@ -373,6 +396,8 @@ void mib_mad_from_session(struct mib_session *s, const uint8_t *buf, size_t len)
 		break;
 	case MAD_FORWARD:
 		if (r.target_ca < 0 || r.target_ca >= d->fab.ncas)
+			break;
+		if (answer_smp_here(s, &h, &r, mad, mlen))
 			break;
 		req_id = ++d->next_req_id;
 		if (track)
