@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "devstate/devstate.h"
 #include "fileio/fileio.h"
@@ -65,40 +66,87 @@ static bool has_processes(const struct yl_node *scope)
 	return p && p->kind == YL_SEQ && p->n > 0;
 }
 
+/* The GPUs' UUIDs as the compiler derives them, compiled again only when
+ * the engine config changed (an unbind must not cost a profile compile). */
+static struct {
+	struct stat sig;
+	int n;
+	struct { char bus_id[16], uuid[96]; } gpu[STATE_MAX_DEVICES];
+} uuids;
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static void load_uuids(const char *config)
+{
+	struct state *st;
+	char *buf = NULL, why[256];
+	struct stat sig;
+	size_t len;
+
+	if (stat(config, &sig) < 0 || (uuids.sig.st_ino && same_file(&sig, &uuids.sig)))
+		return;
+	uuids.n = 0;
+	uuids.sig = sig;
+	if (!(st = calloc(1, sizeof(*st))))
+		return;
+	state_init(st);
+	if (fileio_read(config, 16u << 20, &buf, &len, why, sizeof(why)) == 0 &&
+	    compile_profile(config, buf, len, NULL, NULL, 0, NULL, st, why, sizeof(why)) == 0)
+		for (int i = 0; i < st->num_devices && uuids.n < STATE_MAX_DEVICES; i++, uuids.n++) {
+			snprintf(uuids.gpu[uuids.n].bus_id, sizeof(uuids.gpu[0].bus_id), "%s",
+				 st->devices[i].bus_id);
+			snprintf(uuids.gpu[uuids.n].uuid, sizeof(uuids.gpu[0].uuid), "%s",
+				 st->devices[i].uuid);
+		}
+	free(buf);
+	state_free(st);
+	free(st);
+}
+
 /* MIG instances in the device state store (R/driver/config/state, beside
- * the engine config), keyed by the GPU's UUID as the compiler derives it. */
+ * the engine config), keyed by the GPU's UUID. */
 static bool has_mig_instances(const char *config, const char *bdf)
 {
-	struct state *st = calloc(1, sizeof(*st));
-	char *buf = NULL, why[256], dir[PATH_MAX];
 	const char *slash = strrchr(config, '/');
 	struct ds_store store = { .dirfd = -1, .lockfd = -1 };
+	char dir[PATH_MAX];
 	struct ds_gpu g;
-	size_t len;
 	bool busy = false;
 
-	if (!st || !slash || fileio_read(config, 16u << 20, &buf, &len, why, sizeof(why)) < 0)
-		goto out;
-	state_init(st);
-	if (compile_profile(config, buf, len, NULL, NULL, 0, NULL, st, why, sizeof(why)) < 0)
-		goto out;
+	if (!slash)
+		return false;
+	load_uuids(config);
 	snprintf(dir, sizeof(dir), "%.*s/state", (int)(slash - config), config);
-	for (int i = 0; i < st->num_devices && !busy; i++)
-		if (same_bdf(st->devices[i].bus_id, bdf) && ds_open(&store, dir, false) == 0) {
-			busy = ds_load(&store, st->devices[i].uuid, &g) == 0 && g.ngi > 0;
+	for (int i = 0; i < uuids.n && !busy; i++)
+		if (same_bdf(uuids.gpu[i].bus_id, bdf) && ds_open(&store, dir, false) == 0) {
+			busy = ds_load(&store, uuids.gpu[i].uuid, &g) == 0 && g.ngi > 0;
 			ds_close(&store);
 		}
-out:
-	free(buf);
-	if (st)
-		state_free(st);
-	free(st);
 	return busy;
+}
+
+/* The engine config, parsed again only when it changed. */
+static struct yl_node *config_doc(const char *config)
+{
+	static struct yl_node *doc;
+	static struct stat sig;
+	struct stat now;
+
+	if (stat(config, &now) == 0 && doc && same_file(&now, &sig))
+		return doc;
+	yl_free(doc);
+	doc = load(config);
+	sig = now;
+	return doc;
 }
 
 bool pcifs_profile_busy(const char *config, const char *overrides, const char *bdf)
 {
-	struct yl_node *doc = load(config), *ovr = NULL;
+	struct yl_node *doc = config_doc(config), *ovr = NULL;
 	const struct yl_node *list = yl_get(doc, "devices"), *dev = NULL;
 	bool busy = false;
 	char idx[32] = "";
@@ -121,6 +169,5 @@ bool pcifs_profile_busy(const char *config, const char *overrides, const char *b
 		}
 	}
 	yl_free(ovr);
-	yl_free(doc);
 	return busy || has_mig_instances(config, bdf);
 }
