@@ -25,9 +25,10 @@ enum yl_kind { YL_NULL, YL_SCALAR, YL_MAP, YL_SEQ };
 struct yl_node {
 	enum yl_kind kind;
 	bool quoted;		/* scalar was quoted: never null, never a bool */
-	/* yl_clone puts kids, key and str in the node's own allocation;
-	 * these say which are still there (not separately freeable). */
-	bool kids_inline, key_inline, str_inline;
+	/* yl_clone lays a whole tree out in one allocation: in_block says
+	 * the node lives inside an ancestor's, the others which of kids, key
+	 * and str are still there (not separately freeable). */
+	bool in_block, kids_inline, key_inline, str_inline;
 	unsigned line, col;	/* where it starts in the source (0 if built) */
 	char *key;		/* key when this node is a mapping value */
 	char *str;		/* scalar text (NUL-terminated; NULs are rejected);

@@ -43,7 +43,8 @@ void yl_free(struct yl_node *n)
 		free(n->key);
 	if (!n->str_inline)
 		free(n->str);
-	free(n);
+	if (!n->in_block)
+		free(n);
 }
 
 int yl_append(struct yl_node *parent, struct yl_node *kid)
@@ -67,50 +68,70 @@ int yl_append(struct yl_node *parent, struct yl_node *kid)
 	return 0;
 }
 
-/* One allocation per node (the node, its kids array, key and text): a
- * device tree is cloned at every rebuild, and four mallocs per node were
- * most of the library's init. */
-struct yl_node *yl_clone(const struct yl_node *n)
-{
-	size_t klen, slen, off_k, off_s;
-	struct yl_node *c;
+/* yl_clone's layout of one node: the node, its kids array, key, text. */
+#define YL_ALIGN _Alignof(struct yl_node)
 
-	if (!n)
-		return NULL;
-	klen = n->key ? strlen(n->key) + 1 : 0;
-	slen = n->str ? strnlen(n->str, n->len) : 0;
-	off_k = sizeof(*c) + n->n * sizeof(*c->kids);
-	off_s = off_k + klen;
-	c = calloc(1, off_s + (n->str ? slen + 1 : 0));
-	if (!c)
-		return NULL;
-	c->kind = n->kind;
-	c->quoted = n->quoted;
-	c->line = n->line;
-	c->col = n->col;
-	c->len = n->len;
+static size_t own_size(const struct yl_node *n)
+{
+	size_t s = sizeof(*n) + n->n * sizeof(n->kids[0]) +
+		   (n->key ? strlen(n->key) + 1 : 0) + (n->str ? strnlen(n->str, n->len) + 1 : 0);
+
+	return (s + YL_ALIGN - 1) / YL_ALIGN * YL_ALIGN;
+}
+
+static size_t tree_size(const struct yl_node *n)
+{
+	size_t s = own_size(n);
+
+	for (size_t i = 0; i < n->n; i++)
+		s += tree_size(n->kids[i]);
+	return s;
+}
+
+static struct yl_node *clone_at(const struct yl_node *n, char **at, bool in_block)
+{
+	struct yl_node *c = (struct yl_node *)*at;
+	char *p = (char *)(c + 1) + n->n * sizeof(c->kids[0]);
+
+	*c = (struct yl_node){ .kind = n->kind, .quoted = n->quoted, .in_block = in_block,
+			       .line = n->line, .col = n->col, .len = n->len };
 	if (n->key) {
-		c->key = memcpy((char *)c + off_k, n->key, klen);
+		size_t k = strlen(n->key) + 1;
+
+		c->key = memcpy(p, n->key, k);
 		c->key_inline = true;
+		p += k;
 	}
 	if (n->str) {
-		c->str = memcpy((char *)c + off_s, n->str, slen);
-		c->str[slen] = 0;
+		size_t k = strnlen(n->str, n->len);
+
+		c->str = memcpy(p, n->str, k);
+		c->str[k] = 0;
 		c->str_inline = true;
+		p += k + 1;
 	}
+	/* The same rounding as own_size, without measuring the strings again. */
+	*at += ((size_t)(p - (char *)c) + YL_ALIGN - 1) / YL_ALIGN * YL_ALIGN;
 	if (n->n) {
 		c->kids = (struct yl_node **)(c + 1);
 		c->kids_inline = true;
-		c->cap = n->n;
+		c->cap = c->n = n->n;
 	}
-	for (size_t i = 0; i < n->n; i++) {
-		if (!(c->kids[i] = yl_clone(n->kids[i]))) {
-			yl_free(c);
-			return NULL;
-		}
-		c->n = i + 1;
-	}
+	for (size_t i = 0; i < n->n; i++)
+		c->kids[i] = clone_at(n->kids[i], at, true);
 	return c;
+}
+
+/* One allocation for the whole copy: device trees are cloned at every
+ * rebuild, and a malloc (and free) per node was most of the library's
+ * init.  Nodes replaced later stay in the block until the root is freed. */
+struct yl_node *yl_clone(const struct yl_node *n)
+{
+	char *block;
+
+	if (!n || !(block = malloc(tree_size(n))))
+		return NULL;
+	return clone_at(n, &block, false);
 }
 
 bool yl_is_null(const struct yl_node *n)

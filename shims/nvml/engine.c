@@ -107,8 +107,8 @@ static void teardown(void)
 	eng_mig_teardown();
 	eng_state_close();
 	for (unsigned i = 0; i < ENG_MAX_DEVICES; i++) {
+		eng_free_eff(&eng_devs[i]);
 		yl_free(eng_devs[i].base);
-		yl_free(eng_devs[i].eff);
 		memset(&eng_devs[i], 0, sizeof(eng_devs[i]));
 	}
 	yl_free(eng.profile);

@@ -127,6 +127,8 @@ bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size);
 bool eng_overrides_reload(bool force);
 void eng_overrides_refresh(bool force);
 int eng_rebuild_device(struct mdev *d);
+/* Frees d->eff unless it is d->base (shared when nothing changes it). */
+void eng_free_eff(struct mdev *d);
 
 /* engine_fault.c */
 void eng_fault_configure(struct mdev *d, bool reset);

@@ -120,19 +120,53 @@ static int freeze(struct yl_node *n, const struct yl_node *base)
 	return 0;
 }
 
+/* An overrides scope that ovr_merge would leave as it is. */
+static bool inert(const struct yl_node *scope)
+{
+	return yl_is_null(scope) || scope->kind != YL_MAP || scope->n == 0;
+}
+
+/* Nothing in the overrides (ovr_apply's scopes for this device) nor in
+ * the device state (eng_state_overlay's fields) changes d's base tree:
+ * then the effective tree is the base itself, not a copy. */
+static bool eff_is_base(const struct mdev *d)
+{
+	const struct yl_node *devs = yl_get(eng.overrides, "devices");
+	unsigned idx;
+
+	if (!inert(yl_get(eng.overrides, "all")) || d->st.set || d->st.ngi)
+		return false;
+	for (size_t i = 0; devs && devs->kind == YL_MAP && i < devs->n; i++)
+		if (ovr_device_key(devs->kids[i]->key, &idx) && idx == d->prof_index &&
+		    !inert(devs->kids[i]))
+			return false;
+	return true;
+}
+
+void eng_free_eff(struct mdev *d)
+{
+	if (d->eff != d->base)
+		yl_free(d->eff);
+	d->eff = NULL;
+}
+
 int eng_rebuild_device(struct mdev *d)
 {
-	struct yl_node *n = yl_clone(d->base);
+	struct yl_node *n;
 	bool changed;
 
-	if (!n)
-		return -ENOMEM;
-	if (ovr_apply(n, eng.overrides, d->prof_index) < 0 || freeze(n, d->base) < 0 ||
-	    eng_state_overlay(d, n) < 0)
-		goto err;
+	if (eff_is_base(d)) {
+		n = d->base;
+	} else {
+		if (!(n = yl_clone(d->base)))
+			return -ENOMEM;
+		if (ovr_apply(n, eng.overrides, d->prof_index) < 0 || freeze(n, d->base) < 0 ||
+		    eng_state_overlay(d, n) < 0)
+			goto err;
+	}
 	changed = !d->eff || !yl_equal(yl_get(d->eff, "failure"), yl_get(n, "failure"));
 	/* mdev_str hands out interned copies, so the old tree can go now. */
-	yl_free(d->eff);
+	eng_free_eff(d);
 	d->eff = n;
 	if (changed)
 		eng_fault_configure(d, true);

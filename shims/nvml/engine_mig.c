@@ -25,6 +25,9 @@ struct eng_ci {
 
 static struct eng_gi gi_handles[ENG_MAX_DEVICES][DS_MAX_GI];
 static struct eng_ci ci_handles[ENG_MAX_DEVICES][DS_MAX_GI][DS_MAX_CI];
+/* Any handle handed out since the last teardown: clearing the tables
+ * touches every page of them, most processes never ask for one. */
+static bool handles_used;
 
 bool mdev_is_mig(const struct mdev *d)
 {
@@ -70,8 +73,11 @@ void eng_mig_teardown(void)
 		free(m);
 		eng_devs[i].migs = NULL;
 	}
+	if (!handles_used)
+		return;
 	memset(gi_handles, 0, sizeof(gi_handles));
 	memset(ci_handles, 0, sizeof(ci_handles));
+	handles_used = false;
 }
 
 uint64_t eng_gi_mem_mib(const struct mdev *d, const struct ds_gi *gi)
@@ -195,6 +201,7 @@ void *engine_gi_handle(struct mdev *d, unsigned gi)
 		return NULL;
 	h = &gi_handles[i][gi];
 	h->dev = d, h->gi = gi;
+	handles_used = true;
 	return h;
 }
 
@@ -207,6 +214,7 @@ void *engine_ci_handle(struct mdev *d, unsigned gi, unsigned ci)
 		return NULL;
 	h = &ci_handles[i][gi][ci];
 	h->dev = d, h->gi = gi, h->ci = ci;
+	handles_used = true;
 	return h;
 }
 
