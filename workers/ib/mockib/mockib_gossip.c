@@ -14,10 +14,12 @@
  *     name stays, on both sides (both dialed by one: the one from its
  *     lower port).
  *   - Dials that fail back off (1 s doubling to 30 s); a member heard of
- *     but never reached is forgotten after 5 failures.
+ *     but never reached is forgotten after 5 failures.  Only addresses
+ *     inside ib.peers (hosts, networks) are dialed, at most 4096 pending.
  * A member's cost is one connection per member and a digest every few
  * seconds: it does not grow with the square of the fabric. */
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +140,29 @@ void mib_gossip_registered(struct mockib *d, struct mib_conn *c)
 		  false);
 }
 
+/* Only members inside ib.peers (a listed host or network) are dialed, as
+ * only they may connect: a list cannot point the relay anywhere else. */
+static bool may_dial(struct mockib *d, const char *host)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *res = NULL;
+	bool ok;
+
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return false;
+	ok = mib_relay_addr_is_peer(d->ib->peers, res->ai_addr);
+	freeaddrinfo(res);
+	return ok;
+}
+
+static int known_count(struct mib_relay *r)
+{
+	int n = 0;
+
+	for (struct mib_known *k = r->known; k; k = k->next)
+		n++;
+	return n;
+}
+
 struct learn_ctx {
 	struct mockib *d;
 	struct mib_conn *c;
@@ -174,8 +199,13 @@ static int learn(void *arg, const struct mib_gossip_entry *e)
 		}
 		return 0;
 	}
-	if (!(k = calloc(1, sizeof(*k))))
-		return -ENOMEM;
+	if (!may_dial(x->d, e->host)) {
+		log_debug("relay: %s lists %s at %s, outside ib.peers; not dialed", x->c->remote,
+			  e->node, e->host);
+		return 0;
+	}
+	if (known_count(r) >= MIB_GOSSIP_MAX || !(k = calloc(1, sizeof(*k))))
+		return 0;
 	k->e = *e;
 	/* A newcomer dials everyone in its first list; every other member
 	 * learned of by gossip is most likely a newcomer dialing us right now:
