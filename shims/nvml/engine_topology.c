@@ -9,22 +9,33 @@
 
 #include "engine_internal.h"
 
-static bool same_bdf(const char *a, const char *b)
-{
-	unsigned long d1, d2;
-	unsigned b1, b2, v1, v2, f1, f2;
+struct bdf {
+	unsigned long dom;
+	unsigned bus, dev, fn;
+};
 
-	return a && b && eng_parse_bdf(a, &d1, &b1, &v1, &f1) &&
-	       eng_parse_bdf(b, &d2, &b2, &v2, &f2) &&
-	       d1 == d2 && b1 == b2 && v1 == v2 && f1 == f2;
+static bool bdf_of(const char *s, struct bdf *b)
+{
+	return s && eng_parse_bdf(s, &b->dom, &b->bus, &b->dev, &b->fn);
+}
+
+static bool same_bdf(const char *a, const struct bdf *b)
+{
+	struct bdf x;
+
+	return bdf_of(a, &x) && x.dom == b->dom && x.bus == b->bus && x.dev == b->dev &&
+	       x.fn == b->fn;
 }
 
 void eng_pcie_affinity(struct mdev *d)
 {
 	const struct yl_node *roots = yl_path(eng.profile, "pcie_topology.root_complexes");
+	struct bdf own;
 
 	d->numa_node = -1;
 	d->cpu_affinity[0] = 0;
+	if (!bdf_of(d->bus_id, &own))	/* parsed once, not per listed device */
+		return;
 	for (size_t i = 0; roots && roots->kind == YL_SEQ && i < roots->n; i++) {
 		const struct yl_node *devs = yl_get(roots->kids[i], "devices");
 
@@ -32,7 +43,7 @@ void eng_pcie_affinity(struct mdev *d)
 			const char *cpus = yl_text(yl_get(roots->kids[i], "cpu_affinity"));
 			int64_t numa;
 
-			if (!same_bdf(yl_text(devs->kids[j]), d->bus_id))
+			if (!same_bdf(yl_text(devs->kids[j]), &own))
 				continue;
 			if (yl_i64(yl_get(roots->kids[i], "numa_node"), &numa) &&
 			    numa >= 0 && numa <= 0xffff)
