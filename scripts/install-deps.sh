@@ -25,6 +25,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	podman runc debootstrap man-db \
 	conmon containerd busybox-static \
 	libfuse3-dev fuse3 driverctl
+# tests/bench/nvml_instr.sh counts instructions with callgrind.
+$SUDO apt-get install -y -q --no-install-recommends valgrind
 
 # The real consumers tests run over the mock (unpacked, not installed).
 sh "$(dirname "$0")/fetch-consumers.sh"

@@ -94,6 +94,7 @@ phase "distcheck"
 if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/reconcile.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/nvml.sh | grep '^bench:' || true
+	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/nvml_instr.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/ib.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/pci.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/mig.sh | grep '^bench:' || true
