@@ -30,13 +30,14 @@ struct opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mokka-plan [-o DIR] [--node NAME] [--now RFC3339] [--strict] FILE...\n"
+	fprintf(f, "Usage: mokka-plan [-o DIR] [--node NAME] [--now RFC3339] [--strict] FILE...\n"
 		"  FILE   kubectl get -o yaml output (a List or multi-document YAML); - is stdin\n"
 		"  -o DIR write DIR/apply.yaml, DIR/status.yaml, DIR/delete.txt, DIR/nodes/*.yaml\n"
 		"  --node NAME  print only that Node's desired-state document\n"
 		"  --now T      lastTransitionTime of changed conditions (default: the newest\n"
 		"               creationTimestamp of the input, so output is reproducible)\n"
-		"  --strict     a spec error stops the plan (default: that object is invalid)\n");
+		"  --strict     a spec error stops the plan (default: that object is invalid)\n"
+		"  --help, --version\n");
 }
 
 static int read_all(const char *path, char **buf, size_t *len)
@@ -272,6 +273,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "node", required_argument, NULL, 'n' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	int c;
@@ -283,6 +285,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'n': o->node = optarg; break;
 		case 'S': o->strict = true; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("mokka-plan %s\n", MOKKA_VERSION); exit(0);
 		default: usage(stderr); return -EINVAL;
 		}
 	}
