@@ -63,7 +63,9 @@ fi
 # that mean something only without a sanitizer's allocator (the image test
 # runs the shipped build end to end).
 unit_tests='$(filter test_% fuzz_%,$(check_PROGRAMS))'
-plain_tests='tests/integration/refused_profile_rss.sh'
+# NVIDIA's Go stack (make check-nvidia-stack) runs once, here: its programs
+# load only the shims, which never carry a sanitizer.
+plain_tests='tests/integration/refused_profile_rss.sh $(NVIDIA_STACK_TESTS)'
 run_check build-ci "gcc -Werror" "$unit_tests $plain_tests" --enable-werror || rc=1
 phase "gcc -Werror"
 # Sanitizers: ASan + UBSan over the unit, fuzz and integration tests.
