@@ -11,6 +11,7 @@
 #include <yaml.h>
 
 #include "profile/controlplane.h"
+#include "profile/yaml_doc.h"
 
 /* Plan runtime field -> profile device key, and how its value maps. */
 static const struct cp_field {
@@ -248,25 +249,6 @@ static int child_map(yaml_document_t *d, int map, const char *key)
 	return v;
 }
 
-static int set_scalar(yaml_document_t *d, int map, const char *key, const char *val, bool quoted)
-{
-	int v = add_scalar(d, val, quoted), k;
-	yaml_node_t *m = yaml_document_get_node(d, map);
-
-	if (!v)
-		return -ENOMEM;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = yaml_document_get_node(d, p->key);
-
-		if (kn->type == YAML_SCALAR_NODE && !strcmp((char *)kn->data.scalar.value, key)) {
-			p->value = v;
-			return 0;
-		}
-	}
-	k = add_scalar(d, key, false);
-	return k && yaml_document_append_mapping_pair(d, map, k, v) ? 0 : -ENOMEM;
-}
-
 /* path "a.b.c" under map: maps a and b, scalar c. */
 static int set_path(yaml_document_t *d, int map, const char *path, const char *val, bool quoted)
 {
@@ -280,7 +262,7 @@ static int set_path(yaml_document_t *d, int map, const char *path, const char *v
 			return -ENOMEM;
 		at = dot + 1;
 	}
-	return set_scalar(d, map, at, val, quoted);
+	return ydoc_set_scalar(d, map, at, val, quoted);
 }
 
 static int merge_device(yaml_document_t *d, int dev, const struct cp_gpu *g)
@@ -291,30 +273,6 @@ static int merge_device(yaml_document_t *d, int dev, const struct cp_gpu *g)
 	for (int i = 0; !rc && i < g->nset; i++)
 		rc = set_path(d, dev, g->set[i].path, g->set[i].value, g->set[i].quoted);
 	return rc;
-}
-
-struct out_buf {
-	char *p;
-	size_t len, cap;
-};
-
-static int write_out(void *arg, unsigned char *buf, size_t size)
-{
-	struct out_buf *o = arg;
-
-	if (o->len + size + 1 > o->cap) {
-		size_t cap = (o->len + size + 1) * 2;
-		char *p = realloc(o->p, cap);
-
-		if (!p)
-			return 0;
-		o->p = p;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, buf, size);
-	o->len += size;
-	o->p[o->len] = 0;
-	return 1;
 }
 
 static int merge_devices(yaml_document_t *d, const struct cp_plan *p, char *err, size_t errlen)
@@ -345,10 +303,9 @@ static int merge_devices(yaml_document_t *d, const struct cp_plan *p, char *err,
 int cp_merge_profile(const char *profile, size_t plen, const struct cp_plan *p, char **out,
 		     size_t *olen, char *err, size_t errlen)
 {
-	struct out_buf o = { 0 };
 	yaml_parser_t parser;
-	yaml_emitter_t em;
 	yaml_document_t d;
+	const char *why;
 	int rc;
 
 	if (!yaml_parser_initialize(&parser))
@@ -365,35 +322,14 @@ int cp_merge_profile(const char *profile, size_t plen, const struct cp_plan *p, 
 	/* the plan's identities are this node's: never derived over again
 	 * from the node name (profile/identity.h) */
 	if (!rc)
-		rc = set_scalar(&d, (int)(yaml_document_get_root_node(&d) - d.nodes.start) + 1,
+		rc = ydoc_set_scalar(&d, (int)(yaml_document_get_root_node(&d) - d.nodes.start) + 1,
 				"node_identity", "pinned", true);
 	if (rc < 0) {
 		yaml_document_delete(&d);
 		return rc;
 	}
-	if (!yaml_emitter_initialize(&em)) {
-		yaml_document_delete(&d);
-		return -ENOMEM;
-	}
-	yaml_emitter_set_output(&em, write_out, &o);
-	yaml_emitter_set_width(&em, -1);
-	yaml_emitter_set_unicode(&em, 1);
-	/* dump takes the document (and deletes it) */
-	if (!yaml_emitter_open(&em)) {
-		yaml_document_delete(&d);
-		rc = -ENOMEM;
-	} else if (!yaml_emitter_dump(&em, &d) || !yaml_emitter_close(&em) ||
-		   !yaml_emitter_flush(&em)) {
-		rc = fail(err, errlen, "profile: cannot write the merged profile: %s",
-			  em.problem ? em.problem : "emitter error");
-	}
-	if (rc < 0) {
-		yaml_emitter_delete(&em);
-		free(o.p);
-		return rc;
-	}
-	yaml_emitter_delete(&em);
-	*out = o.p;
-	*olen = o.len;
-	return 0;
+	rc = ydoc_emit(&d, out, olen, &why);
+	if (rc < 0)
+		fail(err, errlen, "profile: cannot write the merged profile: %s", why);
+	return rc;
 }

@@ -11,6 +11,7 @@
 
 #include "profile/compile.h"
 #include "profile/identity.h"
+#include "profile/yaml_doc.h"
 
 #define MAX_TEMPLATES 128
 
@@ -127,51 +128,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* The id of map's value for key, 0 if none.  Ids, not pointers: adding a
- * node may move the document's node array. */
-static int get_id(yaml_document_t *d, int map, const char *key)
-{
-	yaml_node_t *m = map ? yaml_document_get_node(d, map) : NULL;
-
-	if (!m || m->type != YAML_MAPPING_NODE)
-		return 0;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(d, p->key);
-
-		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
-			return p->value;
-	}
-	return 0;
-}
-
 /* map's scalar value for key, copied into buf ("" if none or not a scalar). */
 static const char *get_str(yaml_document_t *d, int map, const char *key, char *buf, size_t n)
 {
-	yaml_node_t *v = yaml_document_get_node(d, get_id(d, map, key));
+	yaml_node_t *v = yaml_document_get_node(d, ydoc_get(d, map, key));
 
 	snprintf(buf, n, "%s", v && v->type == YAML_SCALAR_NODE ? (char *)v->data.scalar.value : "");
 	return buf;
-}
-
-static int set_str(yaml_document_t *d, int map, const char *key, const char *val, bool quoted)
-{
-	int v = yaml_document_add_scalar(d, NULL, (yaml_char_t *)val, -1,
-					 quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
-	yaml_node_t *m = yaml_document_get_node(d, map);
-	int k;
-
-	if (!v)
-		return -ENOMEM;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = yaml_document_get_node(d, p->key);
-
-		if (kn->type == YAML_SCALAR_NODE && !strcmp((char *)kn->data.scalar.value, key)) {
-			p->value = v;
-			return 0;
-		}
-	}
-	k = yaml_document_add_scalar(d, NULL, (yaml_char_t *)key, -1, YAML_ANY_SCALAR_STYLE);
-	return k && yaml_document_append_mapping_pair(d, map, k, v) ? 0 : -ENOMEM;
 }
 
 struct derive {
@@ -195,7 +158,7 @@ static int derive_serial(struct derive *x, int map, const char *key, struct seri
 		return 0;
 	if (!(v = serial_for(t, x->node, tmpl[0] ? tmpl : dflt)))
 		return -ENOMEM;
-	return set_str(x->d, map, key, v, true);
+	return ydoc_set_scalar(x->d, map, key, v, true);
 }
 
 static int derive_device(struct derive *x, int dev, int pos)
@@ -214,10 +177,10 @@ static int derive_device(struct derive *x, int dev, int pos)
 	}
 	identity_gpu_uuid(x->node, get_str(x->d, dev, "uuid", tmpl, sizeof(tmpl)), (int)index,
 			  uuid);
-	if ((rc = set_str(x->d, dev, "uuid", uuid, true)) < 0 ||
+	if ((rc = ydoc_set_scalar(x->d, dev, "uuid", uuid, true)) < 0 ||
 	    (rc = derive_serial(x, dev, "serial", &x->board, x->dflt_serial)) < 0)
 		return rc;
-	return derive_serial(x, get_id(x->d, dev, "platform"), "chassis_serial_number",
+	return derive_serial(x, ydoc_get(x->d, dev, "platform"), "chassis_serial_number",
 			     &x->chassis, NULL);
 }
 
@@ -232,9 +195,9 @@ static int derive_all(yaml_document_t *d, const char *node)
 	x->node = node;
 	x->board.kind = "board";
 	x->chassis.kind = "chassis";
-	defs = get_id(d, root, "device_defaults");
+	defs = ydoc_get(d, root, "device_defaults");
 	get_str(d, defs, "serial", x->dflt_serial, sizeof(x->dflt_serial));
-	devs = get_id(d, root, "devices");
+	devs = ydoc_get(d, root, "devices");
 	n = devs && yaml_document_get_node(d, devs)->type == YAML_SEQUENCE_NODE ?
 	    (int)(yaml_document_get_node(d, devs)->data.sequence.items.top -
 		  yaml_document_get_node(d, devs)->data.sequence.items.start) : 0;
@@ -244,10 +207,10 @@ static int derive_all(yaml_document_t *d, const char *node)
 	if (rc == 0 && defs)
 		rc = derive_serial(x, defs, "serial", &x->board, NULL);
 	if (rc == 0 && defs)
-		rc = derive_serial(x, get_id(d, defs, "platform"), "chassis_serial_number",
+		rc = derive_serial(x, ydoc_get(d, defs, "platform"), "chassis_serial_number",
 				   &x->chassis, NULL);
 	if (rc == 0)
-		rc = set_str(d, root, IDENTITY_KEY, "pinned", false);
+		rc = ydoc_set_scalar(d, root, IDENTITY_KEY, "pinned", false);
 	free(x);
 	return rc;
 }
@@ -256,7 +219,7 @@ static int mode_of(yaml_document_t *d, const char *name, enum identity_mode *m, 
 		   size_t errlen)
 {
 	char v[32];
-	int id = get_id(d, 1, IDENTITY_KEY);
+	int id = ydoc_get(d, 1, IDENTITY_KEY);
 	yaml_mark_t at;
 
 	*m = IDENTITY_DEFAULT;
@@ -272,59 +235,6 @@ static int mode_of(yaml_document_t *d, const char *name, enum identity_mode *m, 
 	at = yaml_document_get_node(d, id)->start_mark;
 	return fail(err, errlen, "%s:%zu:%zu: " IDENTITY_KEY ": want pinned or derived, got '%.32s'",
 		    name, at.line + 1, at.column + 1, v);
-}
-
-struct out_buf {
-	char *p;
-	size_t len, cap;
-};
-
-static int write_out(void *arg, unsigned char *buf, size_t size)
-{
-	struct out_buf *o = arg;
-
-	if (o->len + size + 1 > o->cap) {
-		size_t cap = (o->len + size + 1) * 2;
-		char *p = realloc(o->p, cap);
-
-		if (!p)
-			return 0;
-		o->p = p;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, buf, size);
-	o->len += size;
-	o->p[o->len] = '\0';
-	return 1;
-}
-
-/* Writes d (and deletes it). */
-static int emit(yaml_document_t *d, char **out, size_t *olen)
-{
-	struct out_buf o = { 0 };
-	yaml_emitter_t em;
-	int ok;
-
-	if (!yaml_emitter_initialize(&em)) {
-		yaml_document_delete(d);
-		return -ENOMEM;
-	}
-	yaml_emitter_set_output(&em, write_out, &o);
-	yaml_emitter_set_width(&em, -1);
-	yaml_emitter_set_unicode(&em, 1);
-	ok = yaml_emitter_open(&em);
-	if (ok)
-		ok = yaml_emitter_dump(&em, d) && yaml_emitter_close(&em) && yaml_emitter_flush(&em);
-	else
-		yaml_document_delete(d);
-	yaml_emitter_delete(&em);
-	if (!ok || !o.p) {
-		free(o.p);
-		return -ENOMEM;
-	}
-	*out = o.p;
-	*olen = o.len;
-	return 0;
 }
 
 int identity_apply(const char *name, const char *yaml, size_t len, const char *node,
@@ -361,5 +271,5 @@ int identity_apply(const char *name, const char *yaml, size_t len, const char *n
 		yaml_document_delete(&d);
 		return rc;
 	}
-	return emit(&d, out, olen);
+	return ydoc_emit(&d, out, olen, NULL);
 }
