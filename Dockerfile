@@ -23,7 +23,8 @@ RUN apt-get update -q && \
     apt-get install -y -q --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config autoconf-archive \
 	libyaml-dev libcjson-dev libnl-3-dev libnl-route-3-dev libcap-dev \
-	libcriterion-dev libibumad-dev libibverbs-dev libibmad-dev libibnetdisc-dev && \
+	libcriterion-dev libibumad-dev libibverbs-dev libibmad-dev libibnetdisc-dev \
+	libfuse3-dev && \
     rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cd /src && ./autogen.sh && mkdir -p /build && cd /build && \
@@ -61,8 +62,9 @@ RUN set -eu; mkdir -p /toolkit; [ -n "$NVIDIA_CTK_VERSION" ] || exit 0; \
 # ---- the node image --------------------------------------------------------
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive
-# Runtime libraries, the rdma-core tools the ib simulator works with, and
-# patchelf (gpudriver sets nvidia-smi's run path).  contrib and non-free:
+# Runtime libraries, the rdma-core tools the ib simulator works with,
+# patchelf (gpudriver sets nvidia-smi's run path) and fuse3 (mokka-pcifs;
+# fusermount3 does its auto_unmount).  contrib and non-free:
 # nvidia-smi lives in non-free; both apt source formats occur, deb822 (the
 # slim image) and sources.list (debootstrap).  NVIDIA's real nvidia-smi is
 # unpacked rather than installed: the package would pull in the real
@@ -82,7 +84,7 @@ RUN set -eu; \
 	libyaml-0-2 libcjson1 libcap2 libnl-3-200 libnl-route-3-200 \
 	libibumad3 libibverbs1 libibmad5 libibnetdisc5 \
 	infiniband-diags ibverbs-utils ibverbs-providers rdma-core iproute2 \
-	patchelf pciutils util-linux procps ca-certificates; \
+	patchelf pciutils util-linux procps ca-certificates libfuse3-3 fuse3; \
     mkdir -p /tmp/smi && cd /tmp/smi; \
     apt-get download -q nvidia-smi; \
     dpkg-deb -x nvidia-smi_*.deb x; \
