@@ -11,22 +11,10 @@
 # mig.activation: reset, -mig 1 stays pending until mokka-ctl gpu-reset,
 # which is refused while a GPU has instances.
 set -u
-B=${MOKKA_BUILDDIR:?}
-S=${MOKKA_SRCDIR:?}
-CONSUMERS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
-SMI_SRC=${MOKKA_NVIDIA_SMI:-$CONSUMERS/nvidia-smi/usr/bin/nvidia-smi}
-WORKER=$B/mokka-worker-gpudriver
-rc=0
-fail() { echo "FAIL: $*"; rc=1; }
-pass() { echo "ok: $*"; }
-check() { _d=$1; shift; if "$@"; then pass "$_d"; else fail "$_d"; fi; }
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
-[ -x "$SMI_SRC" ] || { echo "SKIP: no nvidia-smi at $SMI_SRC (run scripts/fetch-consumers.sh)"; exit 77; }
-"${PY:=/usr/bin/python3}" -c 'import yaml' 2>/dev/null || { echo "FAIL: python3-yaml missing (scripts/install-deps.sh)"; exit 1; }
-export MOKKA_PKGLIBDIR=${MOKKA_PKGLIBDIR:-$B/.libs} MOKKA_NVIDIA_SMI=$SMI_SRC MOKKA_MIG_NO_WATCH=1
-TMP=$(mktemp -d /tmp/mokka-miglay-XXXXXX) || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-cd "$TMP" || exit 1
+. "$(dirname "$0")/../mig_lib.sh"
+mig_start miglay
+need_pyyaml
+export MOKKA_MIG_NO_WATCH=1
 "$PY" - "$S/etc/profiles/a100.yaml" "$TMP" <<'PYEOF'
 import sys, yaml
 p = yaml.safe_load(open(sys.argv[1]))

@@ -15,25 +15,9 @@
 # the same slices (7 in all, distinct ids), and the L40S and T4 say MIG is
 # not supported.  Skips (77) only without nvidia-smi or root.
 set -u
-B=${MOKKA_BUILDDIR:?}
-S=${MOKKA_SRCDIR:?}
-CONSUMERS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
-SMI_SRC=${MOKKA_NVIDIA_SMI:-$CONSUMERS/nvidia-smi/usr/bin/nvidia-smi}
-WORKER=$B/mokka-worker-gpudriver
-rc=0
-fail() { echo "FAIL: $*"; rc=1; }
-pass() { echo "ok: $*"; }
-check() { _d=$1; shift; if "$@"; then pass "$_d"; else fail "$_d"; fi; }
-
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
-[ -x "$SMI_SRC" ] || { echo "SKIP: no nvidia-smi at $SMI_SRC (run scripts/fetch-consumers.sh)"; exit 77; }
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
+. "$(dirname "$0")/../mig_lib.sh"
 command -v patchelf >/dev/null || { echo "FAIL: patchelf missing (scripts/install-deps.sh)"; exit 1; }
-export MOKKA_PKGLIBDIR=${MOKKA_PKGLIBDIR:-$B/.libs} MOKKA_NVIDIA_SMI=$SMI_SRC
-
-TMP=$(mktemp -d /tmp/mokka-mig-XXXXXX) || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-cd "$TMP" || exit 1
+mig_start mig
 
 stage() { # stage PROFILE -> $SMI, $STATE
 	H=$TMP/$1

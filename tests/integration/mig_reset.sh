@@ -10,25 +10,10 @@
 # succeeds; -r without -i resets every GPU.  Then b200 (NVSwitch board):
 # -e 0, -r.  Skips (77) only without nvidia-smi or root.
 set -u
-B=${MOKKA_BUILDDIR:?}
-S=${MOKKA_SRCDIR:?}
-CONSUMERS=${MOKKA_CONSUMERS:-/var/cache/mokka-consumers}
-SMI_SRC=${MOKKA_NVIDIA_SMI:-$CONSUMERS/nvidia-smi/usr/bin/nvidia-smi}
-WORKER=$B/mokka-worker-gpudriver
-rc=0
-fail() { echo "FAIL: $*"; rc=1; }
-pass() { echo "ok: $*"; }
-check() { _d=$1; shift; if "$@"; then pass "$_d"; else fail "$_d"; fi; }
-
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes)"; exit 77; }
-[ -x "$SMI_SRC" ] || { echo "SKIP: no nvidia-smi at $SMI_SRC (run scripts/fetch-consumers.sh)"; exit 77; }
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
-"${PY:=/usr/bin/python3}" -c 'import yaml' 2>/dev/null || { echo "FAIL: python3-yaml missing (scripts/install-deps.sh)"; exit 1; }
-export MOKKA_PKGLIBDIR=${MOKKA_PKGLIBDIR:-$B/.libs} MOKKA_NVIDIA_SMI=$SMI_SRC MOKKA_MIG_NO_WATCH=1
-
-TMP=$(mktemp -d /tmp/mokka-migreset-XXXXXX) || exit 1
-trap 'rm -rf "$TMP"' EXIT INT TERM
-cd "$TMP" || exit 1
+. "$(dirname "$0")/../mig_lib.sh"
+mig_start migreset
+need_pyyaml
+export MOKKA_MIG_NO_WATCH=1
 "$PY" - "$S/etc/profiles/a100.yaml" "$TMP/a100.yaml" <<'PYEOF'
 import sys, yaml
 p = yaml.safe_load(open(sys.argv[1]))
