@@ -15,6 +15,8 @@
  *   ib_client timeout SOCK CA LID TMO RETRIES checks the ETIMEDOUT return
  *   ib_client abuse SOCK CA                   garbage, oversize frames,
  *       malformed MADs, mid-request disconnects, a client that never reads
+ *   ib_client hangup SOCK CA                  an empty frame, an oversize one,
+ *       then hang up at once (the daemon must still read the oversize one)
  *   ib_client netlink SOCK                    NLDEV GET dump + GET_CHARDEV
  *   ib_client rtt SOCK CA COUNT [LID]         NodeInfo round trips (hop 0, or
  *       LID-routed): "rtt median_us N mean_us M"
@@ -562,6 +564,24 @@ static bool still_answers(unsigned ca)
 	return ok;
 }
 
+/* Frames queued behind an empty one by a peer that has already gone:
+ * the test stops the daemon around this so all of it is queued first. */
+static int cmd_hangup(int argc, char **argv)
+{
+	static uint8_t big[MIB_IN_MAX_TEST];
+	int fd;
+
+	if (argc < 1)
+		return 2;
+	fd = open_port((unsigned)atoi(argv[0]));
+	if (send(fd, big, 0, MSG_NOSIGNAL) != 0 ||
+	    send(fd, big, sizeof(big), MSG_NOSIGNAL) != (ssize_t)sizeof(big))
+		die("send: %s", strerror(errno));
+	close(fd);
+	printf("hung up\n");
+	return 0;
+}
+
 static int cmd_abuse(int argc, char **argv)
 {
 	unsigned ca;
@@ -852,6 +872,7 @@ int main(int argc, char **argv)
 		{ "portinfo", cmd_portinfo, true }, { "discover", cmd_discover, true },
 		{ "serve", cmd_serve, true }, { "ping", cmd_ping, true },
 		{ "timeout", cmd_timeout, true }, { "abuse", cmd_abuse, true },
+		{ "hangup", cmd_hangup, true },
 		{ "netlink", cmd_netlink, true }, { "rtt", cmd_rtt, true },
 		{ "echo-rtt", cmd_echo_rtt, false },
 	};

@@ -83,6 +83,14 @@ out=$("$C" ping "$SOCK" 1 "$L0" 1 2>&1)
 check "a ping nobody serves gets the kernel's 'unsupported' status ($out)" \
 	[ "$out" = "ib_client: ping 0 to lid $L0: MAD status 0xc" ]
 
+# --- an empty frame, an oversize one and a hang-up, all queued before the
+# daemon reads: it reads the oversize frame before it sees the hang-up
+kill -STOP "$MPID"
+out=$("$C" hangup "$SOCK" 0 2>&1)
+kill -CONT "$MPID"
+check "frames behind an empty one from a gone peer are still read ($out)" \
+	wait_for 5 grep -q 'frame larger than 65536 bytes; dropped' "$T/mib.log"
+
 # --- abuse, then it still answers with the same PID
 out=$("$C" abuse "$SOCK" 0 2>&1)
 check "garbage, oversize, malformed MADs, disconnects, a non-reader ($out)" \

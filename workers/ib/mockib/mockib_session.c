@@ -8,10 +8,12 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 
 #include "ipc/log.h"
 #include "workers/ib/mockib/mockib.h"
@@ -297,10 +299,14 @@ static void on_session(struct mockib *d, struct mib_watch *w, uint32_t events)
 			mib_session_close(s, strerror(errno));
 			return;
 		}
-		/* 0 is EOF, or an empty datagram from a live peer (SEQPACKET
-		 * delivers those too): only a hang-up tells them apart. */
+		/* 0 is EOF, or an empty datagram (SEQPACKET delivers those
+		 * too), even from a peer that has since hung up with frames
+		 * still queued behind it: close only once nothing is left. */
 		if (n == 0) {
-			if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+			int queued = 0;
+
+			if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+			    (ioctl(s->w.fd, SIOCINQ, &queued) < 0 || queued == 0)) {
 				mib_session_close(s, "peer closed");
 				return;
 			}
