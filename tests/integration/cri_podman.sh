@@ -43,29 +43,10 @@ MINOR2=$(grep -A4 "name: \"$UUID2\"" "$SPEC" | sed -n 's|.*path: "/dev/nvidia\([
 [ -n "$UUID2" ] && [ -n "$MINOR2" ] || die "no UUID entry for the third GPU in $SPEC"
 
 # The image: busybox, lspci and the glibc pieces lspci and nvidia-smi need.
-IMG=$T/rootfs
-mkdir -p "$IMG/bin" "$IMG/usr/bin" "$IMG/tmp"
-cp /bin/busybox "$IMG/bin/"
-for a in sh ls cat echo head true stat grep wc readlink env; do ln -s busybox "$IMG/bin/$a"; done
-cp "$(command -v lspci)" "$IMG/usr/bin/lspci"
-for lib in $( (ldd "$(command -v lspci)"; ldd "$MOKKA_NVIDIA_SMI") | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
-	cp --parents -L "$lib" "$IMG/"
-done
-tar -C "$IMG" -cf "$T/rootfs.tar" .
-
-# Inside the namespace: overlays, the binds, podman.  Results go to $T/out.*.
-cat > "$T/ns.sh" <<EOF
-set -u
-for d in etc run var/lib; do
-	n=\$(echo \$d | tr / _)
-	mkdir -p "$T/ov/\$n/up" "$T/ov/\$n/work"
-	mount -t overlay overlay -o "lowerdir=/\$d,upperdir=$T/ov/\$n/up,workdir=$T/ov/\$n/work" "/\$d" || exit 90
-done
-mkdir -p /etc/cdi /run/cdi /var/lib/nvml-mock
-mount --bind "$ROOT/run/cdi" /run/cdi || exit 91
-mount --bind "$ROOT/var/lib/nvml-mock" /var/lib/nvml-mock || exit 92
-P="podman --root $T/pm/root --runroot $T/pm/runroot --tmpdir $T/pm/tmp --cgroup-manager cgroupfs --runtime runc"
-\$P import -q "$T/rootfs.tar" localhost/mokka-cri-test:latest > "$T/out.import" 2>&1 || exit 93
+. "$(dirname "$0")/../podman_lib.sh"
+podman_image mokka-cri-test "sh ls cat echo head true stat grep wc readlink env" \
+	"$(command -v lspci)" "$MOKKA_NVIDIA_SMI"
+podman_in_ns <<EOF
 run() { # run NAME DEVICE
 	\$P run --rm --network none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \\
 		--device "\$2" localhost/mokka-cri-test sh -c '
@@ -84,18 +65,7 @@ run uuid "nvidia.com/gpu=$UUID2"
 \$P --log-level debug run --rm --network none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \\
 	--device nvidia.com/gpu=9 localhost/mokka-cri-test true > "$T/out.missing" 2>&1
 echo "rc=\$?" >> "$T/out.missing"
-\$P rm -a -f > /dev/null 2>&1
-\$P rmi -a -f > /dev/null 2>&1
-exit 0
 EOF
-unshare -m --propagation private bash "$T/ns.sh"; nsrc=$?
-# runc's cgroups under cgroupfs: remove what this test created.
-for d in /sys/fs/cgroup/*/libpod_parent; do
-	[ -d "$d" ] || continue
-	printf '%s\n' "$cgroups_before" | grep -qx "$d" && continue
-	find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-done
-[ "$nsrc" -eq 0 ] || die "namespace setup failed (status $nsrc): $(cat "$T"/out.* 2>/dev/null | tail -5)"
 
 show() { sed 's/^/#   /' "$T/out.$1"; }
 

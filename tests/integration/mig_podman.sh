@@ -27,7 +27,6 @@ grep -qw overlay /proc/filesystems || { echo "SKIP: no overlayfs"; exit 77; }
 
 mkdir -p "$ROOT/var"
 ln -s /run "$ROOT/var/run"
-cgroups_before=$(ls -d /sys/fs/cgroup/*/libpod_parent 2>/dev/null)
 export GPU_COUNT=2
 start_supervisor --simulators gpudriver,pcibus,cri --container-runtime none
 wait_for 30 is_code /readyz 200 || die "/readyz never became 200: $(cat "$T/body")"
@@ -54,27 +53,9 @@ check "mig-minors names them" grep -qx "gpu0/gi[0-9]*/ci0/access $CIMIN" "$DR/pr
 check "capabilities/gpu0/mig/gi*/ci0/access says the minor" \
 	sh -c "cat '$DR'/proc/driver/nvidia/capabilities/gpu0/mig/gi*/ci0/access | grep -qx 'DeviceFileMinor: $CIMIN'"
 
-IMG=$T/rootfs
-mkdir -p "$IMG/bin" "$IMG/usr/bin" "$IMG/tmp"
-cp /bin/busybox "$IMG/bin/"
-for a in sh ls cat echo stat grep; do ln -s busybox "$IMG/bin/$a"; done
-for lib in $(ldd "$MOKKA_NVIDIA_SMI" | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
-	cp --parents -L "$lib" "$IMG/"
-done
-tar -C "$IMG" -cf "$T/rootfs.tar" .
-
-cat > "$T/ns.sh" <<EOF
-set -u
-for d in etc run var/lib; do
-	n=\$(echo \$d | tr / _)
-	mkdir -p "$T/ov/\$n/up" "$T/ov/\$n/work"
-	mount -t overlay overlay -o "lowerdir=/\$d,upperdir=$T/ov/\$n/up,workdir=$T/ov/\$n/work" "/\$d" || exit 90
-done
-mkdir -p /etc/cdi /run/cdi /var/lib/nvml-mock
-mount --bind "$ROOT/run/cdi" /run/cdi || exit 91
-mount --bind "$ROOT/var/lib/nvml-mock" /var/lib/nvml-mock || exit 92
-P="podman --root $T/pm/root --runroot $T/pm/runroot --tmpdir $T/pm/tmp --cgroup-manager cgroupfs --runtime runc"
-\$P import -q "$T/rootfs.tar" localhost/mokka-mig-test:latest > "$T/out.import" 2>&1 || exit 93
+. "$(dirname "$0")/../podman_lib.sh"
+podman_image mokka-mig-test "sh ls cat echo stat grep" "" "$MOKKA_NVIDIA_SMI"
+podman_in_ns <<EOF
 \$P run --rm --network none --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \\
 	--device nvidia.com/gpu=0:1 localhost/mokka-mig-test sh -c '
 	echo "nodes: \$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")"
@@ -83,17 +64,7 @@ P="podman --root $T/pm/root --runroot $T/pm/runroot --tmpdir $T/pm/tmp --cgroup-
 	/usr/bin/nvidia-smi -L
 ' > "$T/out.mig" 2>&1
 echo "rc=\$?" >> "$T/out.mig"
-\$P rm -a -f > /dev/null 2>&1
-\$P rmi -a -f > /dev/null 2>&1
-exit 0
 EOF
-unshare -m --propagation private bash "$T/ns.sh"; nsrc=$?
-for d in /sys/fs/cgroup/*/libpod_parent; do
-	[ -d "$d" ] || continue
-	printf '%s\n' "$cgroups_before" | grep -qx "$d" && continue
-	find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-done
-[ "$nsrc" -eq 0 ] || die "namespace setup failed (status $nsrc): $(cat "$T"/out.* 2>/dev/null | tail -5)"
 note "--device nvidia.com/gpu=0:1:"; sed 's/^/#   /' "$T/out.mig"
 check "=0:1: container ran" grep -qx 'rc=0' "$T/out.mig"
 check "=0:1: /dev/nvidia0 only" grep -qx 'nodes: nvidia0 ' "$T/out.mig"
