@@ -100,6 +100,8 @@ static const struct field cri_fields[] = {
 	FS(struct state_cri, systemd_unit),
 	FI(struct state_cri, nri, F_BOOL),
 	FS(struct state_cri, nri_socket),
+	FS(struct state_cri, nri_lock),
+	FS(struct state_cri, nri_stagedz),
 };
 
 static const struct field imex_fields[] = {

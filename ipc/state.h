@@ -108,6 +108,8 @@ struct state_cri {
 	char systemd_unit[128];			/* "containerd.service" */
 	bool nri;				/* NRI plugin on: NRI table in the drop-in */
 	char nri_socket[256];			/* NRI socket, host path */
+	char nri_lock[256];			/* staging lock, host path, "" = none */
+	char nri_stagedz[128];			/* host:port mokka-nri reads /stagedz at */
 };
 
 /* IMEX capability surface (SURFACES.md §3), opt-in.  The archive and its

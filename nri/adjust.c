@@ -287,8 +287,7 @@ int nri_adjust(const struct nri_config *cf, const uint8_t *req, size_t len, stru
 {
 	struct ctr *c = calloc(1, sizeof(*c));
 	struct pb_buf mount = { 0 }, linux_ = { 0 };
-	char spec[8192], src[512];
-	struct stat st;
+	char src[512];
 	int n = 0;
 
 	if (!c)
@@ -313,11 +312,10 @@ int nri_adjust(const struct nri_config *cf, const uint8_t *req, size_t len, stru
 		pb_str(&mount, 4, *o);
 	pb_msg(adj, 3, &mount);
 	env(cf, c, adj);
-	snprintf(spec, sizeof(spec), "%s%s", cf->host_root, cf->cdi_spec);
 	if (c->has_nvidia || !strcasecmp(c->devices, "false")) {
 		snprintf(why, whylen, "overlay; no GPUs (%s)", c->has_nvidia ?
 			 "it already carries NVIDIA devices" : ANN_DEVICES "=false");
-	} else if (cf->cdi_ok && stat(spec, &st) == 0) {
+	} else if (cf->cdi_ok && nri_root_exists(cf->host_root, cf->cdi_spec)) {
 		struct pb_buf cdi = { 0 };
 		pb_str(&cdi, 1, CDI_ALL);
 		pb_msg(adj, 8, &cdi);

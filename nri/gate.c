@@ -24,20 +24,20 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static bool staged(const char *port, char *why, size_t whylen)
+static bool staged(const char *addr, char *why, size_t whylen)
 {
-	char url[128];
+	char url[192];
 	unsigned char *body = NULL;
 	size_t len = 0;
 	int r;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%s/stagedz", port);
+	snprintf(url, sizeof(url), "http://%s/stagedz", addr);
 	r = http_get(url, 4096, 500, &body, &len, why, whylen);
 	free(body);
 	return r == 0;
 }
 
-int nri_gate_wait(const char *lock_path, const char *stagedz_port, int budget_ms,
+int nri_gate_wait(const char *lock_path, const char *stagedz_addr, int budget_ms,
 		  int *lock_fd, char *why, size_t whylen)
 {
 	long end = now_ms() + budget_ms;
@@ -48,7 +48,7 @@ int nri_gate_wait(const char *lock_path, const char *stagedz_port, int budget_ms
 		struct timespec ts = { 0, 50 * 1000000L };
 		bool locked = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) == 0;
 
-		if ((fd < 0 || locked) && staged(stagedz_port, why, whylen)) {
+		if ((fd < 0 || locked) && staged(stagedz_addr, why, whylen)) {
 			*lock_fd = locked ? fd : -1;
 			if (!locked && fd >= 0)
 				close(fd);

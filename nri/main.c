@@ -18,17 +18,9 @@
 #define SVC_RUNTIME "nri.pkg.api.v1alpha1.Runtime"
 #define EV_CREATE_CONTAINER 4
 
-static struct opts {
-	char socket[256], name[64], idx[8], lock[512], port[8];
-	struct nri_config cf;
-	int request_timeout_ms;
-} o = {
-	.socket = "/var/run/nri/nri.sock", .name = "mokka", .idx = "10",
-	.lock = "/run/nvml-mock/nri-staging.lock", .port = "9091",
-	.cf = { .mock_root = "/var/lib/nvml-mock", .container_root = "/opt/nvml-mock",
-		.cdi_spec = "/var/run/cdi/nvml-mock-nri.yaml" },
-	.request_timeout_ms = 2000,
-};
+static struct nri_opts o;
+static char lock_path[4700];		/* the staging lock under the host root */
+static int request_timeout_ms = 2000;
 
 struct conn {
 	int fd;
@@ -76,12 +68,12 @@ static void configure(const struct ttrpc_request *rq, struct pb_buf *out)
 		if (f.num == 3 && f.type == PB_LEN)
 			snprintf(ver, sizeof(ver), "%.*s", (int)(f.len < 60 ? f.len : 60), f.data);
 		if (f.num == 5 && f.type == PB_VARINT && f.v > 0 && f.v < 600000)
-			o.request_timeout_ms = (int)f.v;
+			request_timeout_ms = (int)f.v;
 	}
 	sscanf(ver[0] == 'v' ? ver + 1 : ver, "%d.%d.%d", &maj, &min, &pat);
 	o.cf.cdi_ok = maj > 2 || (maj == 2 && min >= 1) || (maj == 1 && min == 7 && pat >= 30);
 	log_info("nri: configured by %s %s (request timeout %d ms; GPUs by %s)", name, ver,
-		 o.request_timeout_ms, o.cf.cdi_ok ? "CDI when staged" : "raw device nodes");
+		 request_timeout_ms, o.cf.cdi_ok ? "CDI when staged" : "raw device nodes");
 	pb_varint(out, 2, 1u << (EV_CREATE_CONTAINER - 1));
 }
 
@@ -89,13 +81,13 @@ static void create_container(const struct ttrpc_request *rq, struct pb_buf *out)
 {
 	struct pb_buf adj = { 0 };
 	char why[512], gate[256] = "";
-	int budget = o.request_timeout_ms - 500, lock = -1;
+	int budget = request_timeout_ms - 500, lock = -1;
 
 	struct timespec t0, t1;
 	long waited;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (nri_gate_wait(o.lock, o.port, budget > 200 ? budget : 200, &lock, gate,
+	if (nri_gate_wait(lock_path, o.stagedz, budget > 200 ? budget : 200, &lock, gate,
 			  sizeof(gate)) < 0)
 		log_warn("nri: staging gate not open within %d ms (%s): injecting anyway (fail open)",
 			 budget, gate);
@@ -201,22 +193,24 @@ static int serve(struct conn *c)
 	}
 }
 
+/* containerd's socket, a host path, found inside the host root. */
 static int dial(void)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
+	int fd, dirfd, r;
 
-	if (strlen(o.socket) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, o.socket);
+	if ((r = nri_root_socket_path(o.cf.host_root, o.socket, a.sun_path, sizeof(a.sun_path),
+				      &dirfd)) < 0)
+		return r;
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int e = errno;
+		r = -errno;
+	else if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		r = -errno;
 		close(fd);
-		return -e;
 	}
-	return fd;
+	if (dirfd >= 0)
+		close(dirfd);
+	return r < 0 ? r : fd;
 }
 
 static int session(int fd)
@@ -240,76 +234,59 @@ static int session(int fd)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: mokka-nri [--socket PATH] [--host-root DIR] [--mock-root R] "
-		"[--name NAME] [--idx NN]\n"
-		"                 [--staging-lock-path PATH] [--health-port PORT] [--node-name NAME]\n"
-		"                 [--exclude-namespaces LIST] [--once] [--help] [--version]\n"
+	fprintf(f, "Usage: mokka-nri [--socket-path PATH] [--host-root DIR] [--overlay-host-path R]\n"
+		"                 [--overlay-mount-path DIR] [--cdi-spec-host-path PATH]\n"
+		"                 [--plugin-name NAME] [--plugin-index NN] [--node-name NAME]\n"
+		"                 [--excluded-namespaces LIST] [--staging-lock-path PATH]\n"
+		"                 [--stagedz-addr HOST:PORT] [--once] [--help] [--version]\n"
 		"The NRI plugin: every container containerd creates gets the mock driver view\n"
-		"unless its pod says nvml-mock.nvidia.com/inject=false (default socket\n"
-		"/var/run/nri/nri.sock, staging gate /run/nvml-mock/nri-staging.lock + :9091/stagedz).\n");
-}
-
-static int parse(int argc, char **argv, bool *once)
-{
-	static const struct option lo[] = {
-		{ "socket", 1, 0, 's' }, { "host-root", 1, 0, 'H' }, { "mock-root", 1, 0, 'm' },
-		{ "name", 1, 0, 'n' }, { "idx", 1, 0, 'i' }, { "staging-lock-path", 1, 0, 'l' },
-		{ "health-port", 1, 0, 'p' }, { "node-name", 1, 0, 'N' },
-		{ "exclude-namespaces", 1, 0, 'x' }, { "once", 0, 0, '1' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' },
-		{ 0, 0, 0, 0 },
-	};
-	char lock[512] = "";
-	int ch;
-
-	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (ch) {
-		case 's': snprintf(o.socket, sizeof(o.socket), "%s", optarg); break;
-		case 'H': snprintf(o.cf.host_root, sizeof(o.cf.host_root), "%s", optarg); break;
-		case 'm': snprintf(o.cf.mock_root, sizeof(o.cf.mock_root), "%s", optarg); break;
-		case 'n': snprintf(o.name, sizeof(o.name), "%s", optarg); break;
-		case 'i': snprintf(o.idx, sizeof(o.idx), "%s", optarg); break;
-		case 'l': snprintf(lock, sizeof(lock), "%s", optarg); break;
-		case 'p': snprintf(o.port, sizeof(o.port), "%s", optarg); break;
-		case 'N': snprintf(o.cf.node_name, sizeof(o.cf.node_name), "%s", optarg); break;
-		case 'x': snprintf(o.cf.exclude, sizeof(o.cf.exclude), "%s", optarg); break;
-		case '1': *once = true; break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("mokka-nri %s\n", MOKKA_VERSION); exit(0);
-		default: usage(stderr); return -EINVAL;
-		}
-	}
-	if (strlen(o.idx) != 2 || o.idx[0] < '0' || o.idx[0] > '9' || o.idx[1] < '0' ||
-	    o.idx[1] > '9') {
-		fprintf(stderr, "mokka-nri: --idx '%s': want two digits\n", o.idx);
-		return -EINVAL;
-	}
-	if (!o.cf.node_name[0] && getenv("NODE_NAME"))
-		snprintf(o.cf.node_name, sizeof(o.cf.node_name), "%s", getenv("NODE_NAME"));
-	snprintf(o.lock, sizeof(o.lock), "%s%s", o.cf.host_root, lock[0] ? lock :
-		 "/run/nvml-mock/nri-staging.lock");
-	return 0;
+		"unless its pod says nvml-mock.nvidia.com/inject=false.  Host paths are\n"
+		"resolved inside --host-root (default socket /var/run/nri/nri.sock, staging\n"
+		"gate /run/nvml-mock/nri-staging.lock + 127.0.0.1:9091/stagedz).\n");
 }
 
 int main(int argc, char **argv)
 {
-	bool once = false;
+	char err[512];
+	int last = 0, r;
 
 	log_setup("mokka-nri", LOG_LVL_INFO, LOG_FMT_TEXT);
 	signal(SIGPIPE, SIG_IGN);
-	if (parse(argc, argv, &once) < 0)
-		return 2;
+	/* the supervisor's Reload: everything is on the command line */
+	signal(SIGHUP, SIG_IGN);
+	if ((r = nri_parse_opts(argc, argv, &o, err, sizeof(err))) != 0) {
+		if (r == 1)
+			usage(stdout);
+		else if (r == 2)
+			printf("mokka-nri %s\n", MOKKA_VERSION);
+		else {
+			fprintf(stderr, "mokka-nri: %s\n", err);
+			usage(stderr);
+		}
+		return r > 0 ? 0 : 2;
+	}
+	if (o.lock[0])
+		snprintf(lock_path, sizeof(lock_path), "%s%s", o.cf.host_root, o.lock);
+	log_info("nri: plugin %s-%s for %s%s (mock tree %s, gate %s + %s/stagedz)", o.idx, o.name,
+		 o.cf.host_root, o.socket, o.cf.mock_root, lock_path[0] ? lock_path : "no lock",
+		 o.stagedz);
 	for (;;) {
-		int fd = dial(), r;
+		int fd = dial();
 
 		if (fd < 0) {
-			log_warn("nri: %s: %s (retrying every second)", o.socket, strerror(-fd));
+			/* said once per cause: containerd without NRI is a steady state */
+			if (fd != last)
+				log_warn("nri: %s%s: %s (retrying every second)", o.cf.host_root,
+					 o.socket, strerror(-fd));
+			last = fd;
 		} else {
+			last = 0;
 			log_info("nri: connected to %s", o.socket);
 			r = session(fd);
 			close(fd);
 			log_warn("nri: connection to %s ended: %s", o.socket, strerror(-r));
 		}
-		if (once)
+		if (o.once)
 			return 1;
 		sleep(1);
 	}

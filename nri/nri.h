@@ -13,6 +13,8 @@
  *             driver view for every container unless the pod opts out
  *   gate.c    the staging gate: a shared flock on the staging lock and
  *             GET /stagedz before an injection, bounded, failing open
+ *   root.c    host paths opened inside the host root (/var/run -> /run)
+ *   opts.c    the command line (NVIDIA's nvml-mock-nri names, ours)
  *   main.c    connect, RegisterPlugin, serve Configure, Synchronize,
  *             CreateContainer (every other call answers Empty)
  *
@@ -104,11 +106,34 @@ struct nri_config {
 int nri_adjust(const struct nri_config *c, const uint8_t *req, size_t len, struct pb_buf *adj,
 	       char *why, size_t whylen);
 
+/* ---- opts.c ---- */
+struct nri_opts {
+	char socket[256], name[64], idx[8];
+	char lock[512];			/* host path of the staging lock, "" = none */
+	char stagedz[128];		/* host:port of the supervisor's /stagedz */
+	struct nri_config cf;
+	bool once;			/* one connection, then exit */
+};
+/* Defaults, then the environment, then argv over them: 0 to run, 1 for
+ * --help, 2 for --version, -EINVAL with why in err. */
+int nri_parse_opts(int argc, char **argv, struct nri_opts *o, char *err, size_t errlen);
+
+/* ---- root.c ---- */
+/* path (a host path) opened inside the host root root ("" or "/" = this
+ * machine's), every link resolved with root as "/": fd or -errno. */
+int nri_root_open(const char *root, const char *path, int flags);
+bool nri_root_exists(const char *root, const char *path);
+/* A name for the socket at host path path that connect(2) can use: the
+ * socket's directory opened inside the root (*dirfd, close it after the
+ * connect; -1 when none was needed) and "/proc/self/fd/N/<leaf>".  0 or
+ * -errno. */
+int nri_root_socket_path(const char *root, const char *path, char *out, size_t len, int *dirfd);
+
 /* ---- gate.c ---- */
 /* Wait for the staging gate at most budget_ms: 0 when the tree is staged
  * (the shared lock held in *lock_fd, release with nri_gate_release), or
  * -ETIMEDOUT / -errno when it failed open (nothing held). */
-int nri_gate_wait(const char *lock_path, const char *stagedz_port, int budget_ms,
+int nri_gate_wait(const char *lock_path, const char *stagedz_addr, int budget_ms,
 		  int *lock_fd, char *why, size_t whylen);
 void nri_gate_release(int lock_fd);
 

@@ -29,8 +29,10 @@ struct compile_opts {
 	const char *cri_config;		/* --container-runtime-config */
 	const char *cri_config_dir;	/* --container-runtime-config-dir */
 	const char *cri_unit;		/* --container-runtime-systemd-unit */
-	bool cri_nri;			/* --nri-plugin */
+	bool cri_nri;			/* --nri-plugin (the supervisor's default: on) */
 	const char *cri_nri_socket;	/* --nri-socket */
+	const char *cri_nri_lock;	/* --staging-lock-path; NULL/"" = none */
+	const char *cri_nri_stagedz;	/* host:port of /stagedz (from --health-addr) */
 	/* IMEX (compile_imex.c; 0/NULL = the defaults 2048, 235, 236, none) */
 	bool imex_enabled;
 	int imex_channel_count, imex_channel_major, imex_caps_major;

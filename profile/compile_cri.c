@@ -144,6 +144,18 @@ static const char *build(const struct compile_opts *o, struct state_cri *cri,
 	if ((why = compile_cri_check_dir(cri->config, cri->config_dir)))
 		return why;
 	cri->nri = o->cri_nri;
+	/* mokka-nri's staging gate: the lock (a host path, "" = none) and
+	 * where the supervisor answers /stagedz */
+	*option = "staging-lock-path";
+	*value = o->cri_nri_lock ? o->cri_nri_lock : "";
+	if (**value && (why = host_path_ok(*value, sizeof(cri->nri_lock))))
+		return why;
+	strcpy(cri->nri_lock, *value);
+	*option = "health-addr";
+	*value = o->cri_nri_stagedz ? o->cri_nri_stagedz : "";
+	if (strlen(*value) >= sizeof(cri->nri_stagedz) || strpbrk(*value, " \"\\/\n"))
+		return "is not a host:port";
+	strcpy(cri->nri_stagedz, *value);
 	return NULL;
 }
 

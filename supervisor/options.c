@@ -90,7 +90,9 @@ static const struct flag {
 	  "                            (default /etc/containerd/conf.d)"),
 	F("container-runtime-systemd-unit", "UNIT", K_STR, CO(cri_unit),
 	  "(default containerd.service)"),
-	F("nri-plugin", NULL, K_TRUE, CO(cri_nri), "the NRI plugin is deployed: enable containerd's NRI"),
+	F("nri-plugin", "[=BOOL]", K_BOOL, CO(cri_nri),
+	  "run mokka-nri and enable containerd's NRI for it\n"
+	  "                            (default true; =false opts out)"),
 	F("nri-socket", "PATH", K_STR, CO(cri_nri_socket),
 	  "NRI socket, host path (default /var/run/nri/nri.sock)"),
 	F("imex-channels", "[=BOOL]", K_BOOL, CO(imex_enabled),
@@ -254,6 +256,7 @@ static int check(struct options *o, int argc, char **argv)
 {
 	char err[512];
 
+	options_nri(o);
 	if (compile_cri_flags(&o->compile, err, sizeof(err)) < 0)
 		return report(-EINVAL, err);
 	if (options_imex_check(o) < 0)
@@ -283,6 +286,7 @@ int options_parse(int argc, char **argv, struct options *o)
 	defaults(o);
 	if (profile_env_read(&o->compile, err, sizeof(err)) < 0)
 		return report(-EINVAL, err);
+	o->compile.cri_nri = true;	/* node-wide injection (NRI), as the seed has it */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c < 256 || c >= 256 + (int)NFLAGS) {

@@ -22,6 +22,7 @@ struct options {
 	const char *mock_root;		/* host path of R */
 	const char *staging_lock;	/* host path of the NRI staging lock, "" = none */
 	const char *state_source;	/* controlplane:FILE|DIR, NULL = the profile only */
+	char nri_stagedz[128];		/* host:port mokka-nri reads /stagedz at (options_nri.c) */
 	/* What the profile compiler gets: the defaults and the environment
 	 * (profile_env_read, profile/env.h) with the flags over them:
 	 * --node-name, --nvidia-smi, --ib-*, --container-runtime*, --nri-*,
@@ -36,5 +37,9 @@ int options_parse(int argc, char **argv, struct options *o);
 /* options_imex.c: the IMEX majors against each other and nvidia's (0, or
  * -EINVAL with the message printed). */
 int options_imex_check(const struct options *o);
+
+/* options_nri.c: what the NRI plugin gets from the supervisor's own flags
+ * (the staging lock, /stagedz's host:port) into o->compile. */
+void options_nri(struct options *o);
 
 #endif

@@ -52,6 +52,13 @@ static const struct daemon_def daemons_pci[] = {
 	{ "mokka-pcifs", 8, env_log, caps_pcifs },
 	{ NULL, 0, NULL, NULL },
 };
+/* mokka-nri dials containerd's NRI socket and reads the mock tree, the NRI
+ * CDI spec and the staging lock: root-owned files and sockets, uid 0
+ * alone suffices. */
+static const struct daemon_def daemons_cri[] = {
+	{ "mokka-nri", 16, env_log, caps_none },
+	{ NULL, 0, NULL, NULL },
+};
 static const struct daemon_def daemons_kl[] = {
 	{ "mokka-kernellog", 10, env_log, caps_none },
 	{ NULL, 0, NULL, NULL },
@@ -72,8 +79,9 @@ const struct sim_def sim_table[] = {
 	 * dev generation, whose Publish then carries it into the new one. */
 	{ "imex", "mokka-worker-imex", ROLE_SIM | ROLE_STAGE_FIRST | ROLE_PUBLISH, caps_mknod,
 	  NULL },
-	{ "cri", "mokka-worker-cri", ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST | ROLE_PUBLISH,
-	  caps_cri, NULL },
+	{ "cri", "mokka-worker-cri",
+	  ROLE_SIM | ROLE_APPLY | ROLE_STAGE_FIRST | ROLE_PUBLISH | ROLE_DAEMON, caps_cri,
+	  daemons_cri },
 };
 const size_t sim_table_len = sizeof(sim_table) / sizeof(sim_table[0]);
 

@@ -1,9 +1,11 @@
 /* The NRI staging gate (SURFACES.md §2.6, §7.2): no container may be
  * injected from a half-staged tree.  Two halves, both read by the NRI
  * plugin (nri/):
- *   - with --nri-plugin, a shared/exclusive flock on --staging-lock-path
- *     (host path, default /run/nvml-mock/nri-staging.lock, removed at
- *     exit with the directories made for it): the supervisor holds it exclusively
+ *   - with the NRI plugin on (the default; --nri-plugin=false is off), a
+ *     shared/exclusive flock on --staging-lock-path (host path under the
+ *     host root, default /run/nvml-mock/nri-staging.lock, removed at exit
+ *     with the directories made for it, which the file lists so that a
+ *     successor of a killed supervisor removes them too): the supervisor holds it exclusively
  *     from a pass's first Stage until its Publish and Apply are done, and
  *     from the start of a teardown on; the plugin takes it shared around
  *     each injection;
@@ -59,11 +61,41 @@ static int mkdirs_for(char *path)
 	return 0;
 }
 
+/* The lock file lists the directories made for it, one per line: a
+ * successor of a supervisor killed before its exit adopts them, so the
+ * host root still ends as it was.  Only proper ancestors of the lock are
+ * taken from it. */
+static void adopt_dirs(int fd)
+{
+	char buf[4 * 8192 + 4], *save = NULL;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *l = strtok_r(buf, "\n", &save); l && nmade < 4; l = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(l);
+
+		if (len < strlen(lock_path) && strncmp(l, lock_path, len) == 0 &&
+		    lock_path[len] == '/' && !strstr(l, "/.."))
+			snprintf(made[nmade++], sizeof(made[0]), "%s", l);
+	}
+}
+
+static void record_dirs(int fd)
+{
+	if (nmade == 0 || ftruncate(fd, 0) < 0)
+		return;
+	for (int i = 0; i < nmade; i++)
+		if (dprintf(fd, "%s\n", made[i]) < 0)
+			return;
+}
+
 static int open_lock(const struct supervisor *s)
 {
 	if (lock_fd >= 0)
 		return lock_fd;
-	/* Only a node with the NRI plugin (--nri-plugin) has a reader; an
+	/* Only a node with the NRI plugin (on unless --nri-plugin=false) has a reader; an
 	 * empty --staging-lock-path turns the lock off. */
 	if (!s->opt.compile.cri_nri || !s->opt.staging_lock || !*s->opt.staging_lock)
 		return -ENOENT;
@@ -76,6 +108,10 @@ static int open_lock(const struct supervisor *s)
 		lock_path[0] = '\0';
 		return -errno;
 	}
+	if (nmade)
+		record_dirs(lock_fd);
+	else
+		adopt_dirs(lock_fd);
 	return lock_fd;
 }
 

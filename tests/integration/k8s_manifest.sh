@@ -5,7 +5,10 @@
 # supervisor under test runs with the manifest's own args against a temp
 # host root laid out like a node, the probe paths are fetched from it, and
 # every path it writes must lie under a writable hostPath mount (the rest
-# of the host is read-only at /host in the pod).
+# of the host is read-only at /host in the pod).  NRI is on (mokka-nri, the
+# supervisor's daemon): containerd's NRI socket directory is mounted where
+# the plugin resolves it inside /host, the staging lock lies under a
+# writable mount, and the plugin runs with the manifest's socket.
 . "$(dirname "$0")/../lib.sh"
 
 K=$S/etc/kubernetes
@@ -168,6 +171,22 @@ for vm in mounts:
 check(any("/run/nvidia/driver".startswith(b.rstrip("/") + "/") for b in bidir),
       "/run/nvidia/driver lies under a Bidirectional mount")
 
+# NRI (on unless --nri-plugin=false): mokka-nri dials --nri-socket inside
+# the host root, where /var/run is a link to /run, so that directory must
+# be a mount at /host + its /run path; the staging lock lies under a
+# writable mount (the supervisor creates it).
+nri_on = str(flags.get("nri-plugin", "true")).lower() not in ("false", "0", "no", "off")
+nri_sock = flags.get("nri-socket") or "/var/run/nri/nri.sock"
+nri_dir = re.sub(r"^/var/run(/|$)", r"/run\1", os.path.dirname(nri_sock))
+lock = flags.get("staging-lock-path", "/run/nvml-mock/nri-staging.lock")
+check(nri_on, "NRI is on (--nri-plugin=%s): the node runs mokka-nri" % flags.get("nri-plugin", "(default)"))
+if nri_on:
+    check(any(vols.get(vm["name"], {}).get("hostPath", {}).get("path") == nri_dir and
+              vm["mountPath"] == host_root.rstrip("/") + nri_dir for vm in mounts),
+          "containerd's NRI socket directory %s is mounted at %s%s" % (nri_dir, host_root, nri_dir))
+    check(lock == "" or any(lock.startswith(w.rstrip("/") + "/") for w in writable),
+          "the staging lock %s lies under a writable mount" % lock)
+
 # ConfigMaps: --config and --topology are files in directory mounts.
 gen = {g["name"]: g for g in kust.get("configMapGenerator", [])}
 check(kust.get("generatorOptions", {}).get("disableNameSuffixHash") is True,
@@ -210,6 +229,7 @@ with open(facts_out, "w") as f:
     f.write("ENVS=(%s)\n" % " ".join(shlex.quote(k) for k in env))
     f.write("WRITABLE=(%s)\n" % " ".join(shlex.quote(w) for w in writable))
     f.write("PROBES=(%s)\n" % " ".join(sorted(probe_paths)))
+    f.write("NRI_SOCK=%s\n" % shlex.quote(nri_sock if nri_on else ""))
     for flag, (d, file) in cm_dirs.items():
         f.write("CM_%s_DIR=%s\nCM_%s_FILE=%s\n" % (flag, shlex.quote(d), flag, shlex.quote(file)))
 sys.exit(1 if fails else 0)
@@ -278,6 +298,12 @@ for p in "${PROBES[@]}"; do
 done
 grep -q '"level"' "$T/sup.log" || fail "--log-format=json: the log is not JSON"
 wait_for 10 test -e "$ROOT$R/driver/usr/bin/nvidia-smi" || fail "driver tree not staged"
+if [ -n "$NRI_SOCK" ]; then
+	nri=$(pgrep -P "$SUP_PID" -f '^mokka-nri ' | head -1)
+	check "mokka-nri runs under the supervisor" test -n "$nri"
+	check "mokka-nri dials $NRI_SOCK inside the host root" \
+		grep -q -- "--host-root $ROOT --socket-path $NRI_SOCK " <(tr '\0' ' ' < "/proc/${nri:-0}/cmdline")
+fi
 
 # Everything written lies under a writable mount.
 tree_snapshot "$ROOT" > "$T/during"

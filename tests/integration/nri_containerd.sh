@@ -1,12 +1,13 @@
 #!/bin/bash
-# The NRI plugin with real containerd 2.x (issue 18).  The supervisor
-# (gpudriver, pcibus, cri; --nri-plugin) stages a 2-GPU node into a temp
-# host root; in a private mount namespace (overlays over /etc, /run,
-# /var/lib, /opt; the mock tree and the CDI directory bound where the host
-# paths point) containerd 2.2.9 runs with NRI on, mokka-nri registers on
-# its socket, and crictl (built from the Go module proxy) runs pods from
-# images made here (busybox + the glibc nvidia-smi needs; a sleeping
-# pause image):
+# The NRI plugin with real containerd 2.x (issue 18), on by default: the
+# supervisor (gpudriver, pcibus, cri; no NRI flag) stages a 2-GPU node
+# into a temp host root and runs mokka-nri itself, which dials the
+# default socket /var/run/nri/nri.sock inside that root; in a private
+# mount namespace (overlays over /etc, /run, /var/lib, /opt; the mock tree
+# and the CDI directory bound where the host paths point) containerd 2.2.9
+# runs with NRI on at that socket, the supervisor's mokka-nri registers,
+# and crictl (built from the Go module proxy) runs pods from images made
+# here (busybox + the glibc nvidia-smi needs; a sleeping pause image):
 #   * a plain pod's container gets the mock driver view: /opt/nvml-mock,
 #     PATH, the GPUs by CDI nvml-mock.nvidia.com/gpu=all; the real
 #     nvidia-smi on its PATH lists both GPUs;
@@ -29,16 +30,17 @@ CRICTL=$GOBIN/cri-tools-v1.34.0/crictl
 [ -x "$C/containerd" ] || die "containerd v2.2.9 not built ($C; scripts/install-containerd.sh)"
 [ -x "$CRICTL" ] || die "crictl not built ($CRICTL; scripts/install-containerd.sh)"
 [ -x "$B/mokka-nri" ] || die "mokka-nri not built"
-NRI_SOCK=/run/nri/mokka-test.sock
+NRI_SOCK=$ROOT/var/run/nri/nri.sock	# the default, under the host root
+NRI_LOG=$T/sup.log			# mokka-nri is the supervisor's daemon
 D=$T/ctrd
 export GPU_COUNT=2 MOKKA_TEST_CRI_STAGE_DELAY_MS=800
 mkdir -p "$ROOT/var/run/cdi" "$D/logs"
 cp "$S/etc/profiles/h100.yaml" "$T/p.yaml"
 sed 's/^\(\s*driver_version:\).*/\1 "550.999.01"/' "$T/p.yaml" > "$T/p2.yaml"
 
-start_supervisor --simulators gpudriver,pcibus,cri --container-runtime none --nri-plugin \
-	--config "$T/p.yaml"
+start_supervisor --simulators gpudriver,pcibus,cri --container-runtime none --config "$T/p.yaml"
 wait_for 60 is_code /stagedz 200 || die "/stagedz never 200: $(cat "$T/body")"
+check "no flag: the supervisor runs mokka-nri" wait_for 10 pgrep -P "$SUP_PID" -f '^mokka-nri '
 check "the NRI CDI spec is staged" test -f "$ROOT/var/run/cdi/nvml-mock-nri.yaml"
 
 # Images: the workload (busybox, glibc for nvidia-smi) and a pause.
@@ -103,9 +105,8 @@ containerd --config "$D/daemon.toml" > "$T/ctrd.log" 2>&1 &
 c=\$!
 for i in \$(seq 150); do [ -S "$D/c.sock" ] && [ -S "$NRI_SOCK" ] && break; sleep 0.1; done
 for i in pause test; do ctr -a "$D/c.sock" -n k8s.io images import "$T/\$i.tar" > "$T/import.\$i" 2>&1; done
-"$B/mokka-nri" --socket "$NRI_SOCK" --host-root "$ROOT" --health-port $PORT > "$T/nri.log" 2>&1 &
-n=\$!
-for i in \$(seq 100); do grep -q 'registered as' "$T/nri.log" && break; sleep 0.1; done
+# the supervisor's mokka-nri redials every second
+for i in \$(seq 100); do grep -q 'registered as' "$NRI_LOG" && break; sleep 0.1; done
 export CONTAINER_RUNTIME_ENDPOINT=unix://$D/c.sock IMAGE_SERVICE_ENDPOINT=unix://$D/c.sock
 cr() { timeout 60 "$CRICTL" --timeout 30s "\$@"; }
 finish_pod() { # finish_pod NAME CID
@@ -129,12 +130,12 @@ run optout
 # profile edit, then the container as soon as the pass has begun.
 p=\$(cr runp "$T/pod.gate.json" 2> "$T/runp.gate.err")
 mv "$T/p2.yaml" "$T/p.yaml"
-for i in \$(seq 300); do grep -q 'generation 2: stage' "$T/sup.log" && break; sleep 0.02; done
+for i in \$(seq 300); do grep -q 'generation 2: stage' "$NRI_LOG" && break; sleep 0.02; done
 cid=\$(cr create "\$p" "$T/ctr.gate.json" "$T/pod.gate.json" 2> "$T/create.gate.err")
 cr start "\$cid" > /dev/null 2>&1
 finish_pod gate "\$cid"
 for id in \$(cr pods -q); do cr stopp "\$id" > /dev/null 2>&1; cr rmp "\$id" > /dev/null 2>&1; done
-kill -TERM \$n \$c
+kill -TERM \$c
 for i in \$(seq 100); do kill -0 \$c 2>/dev/null || break; sleep 0.1; done
 kill -KILL \$c 2>/dev/null
 wait
@@ -147,18 +148,18 @@ for d in /sys/fs/cgroup/*/k8s.io; do
 	printf '%s\n' "$cgroups_before" | grep -qx "$d" && continue
 	find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 done
-note "mokka-nri:"; sed 's/^/#   /' "$T/nri.log" | tail -12
-check "the plugin registered with containerd 2.2.9" grep -q 'registered as 10-mokka' "$T/nri.log"
-check "it was configured by containerd" grep -q 'configured by containerd' "$T/nri.log"
+note "mokka-nri:"; grep 'mokka-nri' "$NRI_LOG" | sed 's/^/#   /' | tail -12
+check "the plugin registered with containerd 2.2.9" grep -q 'registered as 10-mokka' "$NRI_LOG"
+check "it was configured by containerd" grep -q 'configured by containerd' "$NRI_LOG"
 for n in plain optout gate; do note "$n:"; sed 's/^/#   /' "$T/out.$n" 2>/dev/null | head -8; done
 check "plain pod: the mock driver view" grep -q 'view: yes' "$T/out.plain"
 check "plain pod: the GPUs by CDI (/dev/nvidia0 and nvidia1)" grep -q 'nodes: nvidia0 nvidia1' "$T/out.plain"
 check "plain pod: nvidia-smi on its PATH lists both GPUs" [ "$(grep -c 'GPU [0-9]: ' "$T/out.plain")" -eq 2 ]
-check "plain pod: by CDI nvml-mock.nvidia.com/gpu=all" grep -q 'CDI nvml-mock.nvidia.com/gpu=all' "$T/nri.log"
+check "plain pod: by CDI nvml-mock.nvidia.com/gpu=all" grep -q 'CDI nvml-mock.nvidia.com/gpu=all' "$NRI_LOG"
 check "opted-out pod: no view" grep -q 'view: no' "$T/out.optout"
 check "opted-out pod: no nvidia-smi" grep -q 'smi: none' "$T/out.optout"
 check "opted-out pod: no GPU nodes" grep -qx '.*nodes: *$' "$T/out.optout"
-check "re-staging: the container waited for the gate" grep -q 'waited [0-9]* ms for the staging gate' "$T/nri.log"
+check "re-staging: the container waited for the gate" grep -q 'waited [0-9]* ms for the staging gate' "$NRI_LOG"
 check "re-staging: then got the view and the GPUs" \
 	sh -c "grep -q 'view: yes' '$T/out.gate' && [ \$(grep -c 'GPU [0-9]: ' '$T/out.gate') -eq 2 ]"
 check "no k8s.io cgroups left behind" sh -c "[ \"\$(ls -d /sys/fs/cgroup/*/k8s.io 2>/dev/null)\" = '$cgroups_before' ]"

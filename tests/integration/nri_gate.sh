@@ -4,8 +4,11 @@
 # tree; while a later pass stages and publishes (held open by cri's test
 # delay) /stagedz says "staging" and the staging lock under the root is
 # held exclusively (flock -s -n fails), released when the pass ends; an
-# empty --staging-lock-path makes no lock file; the lock (only with
-# --nri-plugin) and the directories made for it go at exit.
+# empty --staging-lock-path makes no lock file; the lock and the
+# directories made for it go at exit.  NRI is on by default: without a
+# flag the supervisor runs mokka-nri (cri's daemon) with every path under
+# the host root and the gate at its own health listener;
+# --nri-plugin=false makes neither the lock nor the plugin.
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -13,12 +16,22 @@ command -v flock > /dev/null || die "flock missing (util-linux)"
 LOCK=$ROOT/run/nvml-mock/nri-staging.lock
 cp "$S/etc/profiles/h100.yaml" "$T/p.yaml"
 
-start_supervisor --simulators gpudriver,cri --container-runtime none --nri-plugin --config "$T/p.yaml"
+nri_pid() { pgrep -P "$SUP_PID" -f '^mokka-nri ' | head -1; }
+start_supervisor --simulators gpudriver,cri --container-runtime none --config "$T/p.yaml"
 wait_for 30 grep -q 'generation 1 published' "$T/sup.log" || die "no first pass"
 check "/stagedz 200 once the tree is published" wait_for 10 is_code /stagedz 200
 check "/stagedz names the generation" grep -qx 'staged: generation 1' "$T/body"
 check "the lock file exists under the root" test -f "$LOCK"
 check "the lock is free between passes (flock -s -n)" flock -s -n "$LOCK" true
+check "no flag: the supervisor runs mokka-nri" wait_for 10 test -n "$(nri_pid)"
+tr '\0' ' ' < "/proc/$(nri_pid)/cmdline" > "$T/nri.cmd" 2>/dev/null
+note "mokka-nri: $(cat "$T/nri.cmd")"
+check "mokka-nri: host paths under the host root, the gate at the health listener" \
+	grep -q -- "--host-root $ROOT --socket-path /var/run/nri/nri.sock .*--staging-lock-path /run/nvml-mock/nri-staging.lock --stagedz-addr 127.0.0.1:$PORT " "$T/nri.cmd"
+wait_for 5 grep -q "$ROOT/var/run/nri/nri.sock: No such file" "$T/sup.log"
+sleep 1.5	# a retry or two later
+check "mokka-nri waits for containerd's socket under the root, saying so once" \
+	[ "$(grep -c "$ROOT/var/run/nri/nri.sock: No such file" "$T/sup.log")" -eq 1 ]
 stop_supervisor
 
 # A second pass held open: cri's publish waits MOKKA_TEST_CRI_STAGE_DELAY_MS.
@@ -45,4 +58,12 @@ start_supervisor --simulators gpudriver --nri-plugin --staging-lock-path "" --co
 wait_for 30 grep -q 'generation 1 published' "$T/sup.log" || die "no first pass (no lock)"
 check "--staging-lock-path '': /stagedz still works" wait_for 10 is_code /stagedz 200
 check "--staging-lock-path '': no lock file" test ! -e "$LOCK"
+stop_supervisor
+
+start_supervisor --simulators gpudriver,cri --container-runtime none --nri-plugin=false \
+	--config "$T/p.yaml"
+wait_for 30 grep -q 'generation 1 published' "$T/sup.log" || die "no first pass (opted out)"
+check "--nri-plugin=false: /stagedz still works" wait_for 10 is_code /stagedz 200
+check "--nri-plugin=false: no lock file" test ! -e "$LOCK"
+check "--nri-plugin=false: no mokka-nri" test -z "$(nri_pid)"
 finish

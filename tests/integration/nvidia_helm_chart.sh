@@ -5,8 +5,10 @@
 # ConfigMap from etc/kubernetes/profile.yaml, in namespace mokka-system,
 # image localhost/mokka:0.1.0).  The values move what they say:
 # containerRuntime.enabled/restartMode, profile.name/inline, nodeSelector,
-# tolerations, resources, imex.enabled/channelCount/topology; maxSurge > 0
-# and an unknown restart mode are refused.  helm is the release pinned in
+# tolerations, resources, imex.enabled/channelCount/topology, nri.enabled
+# (default on: mokka-nri's socket and staging-lock mounts; false: neither,
+# --nri-plugin=false) and nri.socketPath; maxSurge > 0, an unknown restart
+# mode and a relative socket path are refused.  helm is the release pinned in
 # tests/go/versions.env, built by scripts/install-deps.sh.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../nvidia_stack_lib.sh"
@@ -53,6 +55,24 @@ if mode == "default":
          cm["data"]["profile.yaml"].rstrip("\n") == prof.rstrip("\n"),
          "ConfigMap mokka-profile holds etc/kubernetes/profile.yaml")
     want(sorted(docs) == [("ConfigMap", "mokka-profile"), ("DaemonSet", "mokka")], "nothing else: %s" % sorted(docs))
+    spec = ds["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in spec["volumes"]}
+    mnts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    want("--nri-plugin=true" in args and "--nri-socket=/var/run/nri/nri.sock" in args and
+         vols.get("nri-socket", {}).get("hostPath", {}).get("path") == "/run/nri" and
+         mnts.get("nri-socket") == "/host/run/nri" and mnts.get("nri-staging") == "/host/run/nvml-mock",
+         "nri (default on): mokka-nri's socket dir and staging lock dir are mounted")
+elif mode == "nri-off":
+    spec = ds["spec"]["template"]["spec"]
+    names = {v["name"] for v in spec["volumes"]} | {m["name"] for m in c["volumeMounts"]}
+    want("--nri-plugin=false" in args and not [a for a in args if a.startswith(("--nri-socket", "--staging-lock"))],
+         "nri.enabled=false: --nri-plugin=false")
+    want(not names & {"nri-socket", "nri-staging"}, "nri.enabled=false: no NRI mounts")
+elif mode == "nri-socket":
+    mnts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    want("--nri-socket=/var/run/containerd/nri/x.sock" in args and
+         mnts.get("nri-socket") == "/host/run/containerd/nri",
+         "nri.socketPath: the flag, and its directory mounted at its /run path")
 elif mode == "values":
     want("--container-runtime=none" in args, "containerRuntime.enabled=false: --container-runtime=none")
     want("--container-runtime-restart=none" in args, "containerRuntime.restartMode=none")
@@ -91,6 +111,15 @@ render "$T/inline.out" --set-string 'profile.inline=version: "1.0"
 system: {driver_version: "1.2.3"}' || fail "helm template profile.inline: $(cat "$T/inline.out.err")"
 /usr/bin/python3 "$T/cmp.py" inline "$T/inline.out" "$S" || fail "inline"
 
+render "$T/nri-off.out" --set nri.enabled=false || fail "helm template nri.enabled=false"
+/usr/bin/python3 "$T/cmp.py" nri-off "$T/nri-off.out" "$S" || fail "nri.enabled=false"
+render "$T/nri-sock.out" --set nri.socketPath=/var/run/containerd/nri/x.sock || fail "nri.socketPath"
+/usr/bin/python3 "$T/cmp.py" nri-socket "$T/nri-sock.out" "$S" || fail "nri.socketPath"
+if render "$T/nri-rel.out" --set nri.socketPath=nri.sock; then
+	fail "a relative nri.socketPath rendered"
+else
+	check "a relative nri.socketPath refused" grep -q 'an absolute host path' "$T/nri-rel.out.err"
+fi
 if render "$T/surge.out" --set updateStrategy.maxSurge=1; then
 	fail "maxSurge=1 rendered"
 else

@@ -21,13 +21,14 @@ declare -A want=(
 	[nv-fabricmanager]=0 [mokka-kernellog]=0
 	[mock-ib]=$(( 1<<10 ))					# NET_BIND_SERVICE
 	[mokka-pcifs]=$(( 1<<21 ))				# SYS_ADMIN (the FUSE mount)
+	[mokka-nri]=0						# cri's, NRI on by default
 )
 declare -A bounding=([mock-ib]=$(( (1<<10)|(1<<0) )))		# + CHOWN, dropped after use
 ours=$(( 16#$(awk '/^CapBnd/ { print $2 }' /proc/self/status) ))
 
 cp "$S/etc/profiles/h100.yaml" "$T/profile.yaml"
 start_supervisor --config "$T/profile.yaml" --node-name node-a --kernel-log "$T/kmsg"
-wait_for 30 sh -c "pgrep -P $SUP_PID -f '^mock-ib' >/dev/null && pgrep -P $SUP_PID -f '^nv-fabricmanager' >/dev/null && pgrep -P $SUP_PID -f '^mokka-kernellog' >/dev/null && pgrep -P $SUP_PID -f 'mokka-pcifs' >/dev/null" ||
+wait_for 30 sh -c "pgrep -P $SUP_PID -f '^mock-ib' >/dev/null && pgrep -P $SUP_PID -f '^nv-fabricmanager' >/dev/null && pgrep -P $SUP_PID -f '^mokka-kernellog' >/dev/null && pgrep -P $SUP_PID -f 'mokka-pcifs' >/dev/null && pgrep -P $SUP_PID -f '^mokka-nri' >/dev/null" ||
 	fail "not every daemon started: $(pgrep -a -P "$SUP_PID" | tr '\n' ';')"
 
 seen=0
@@ -50,5 +51,5 @@ for pid in $(pgrep -P "$SUP_PID"); do
 		check "$name: $f = its row" [ "$v" -eq "$r" ]
 	done
 done
-check "every worker and the four daemons were checked ($seen)" [ "$seen" -ge 12 ]
+check "every worker and the five daemons were checked ($seen)" [ "$seen" -ge 13 ]
 finish

@@ -238,8 +238,9 @@ static bool cri_ready(struct sim_ctx *ctx, const struct state *s, char *reason, 
 
 const struct simulator cri_simulator = {
 	.name = "cri",
-	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
+	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY | SIM_ROLE_DAEMON,
 	.publish = cri_withdraw,
+	.daemon = cri_nri_daemon,
 	.apply = cri_apply,
 	.revoke = cri_revoke,
 	.ready = cri_ready,

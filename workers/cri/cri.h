@@ -12,6 +12,7 @@
  *   restart.c     systemctl restart through the host root
  *   podstart.c    restart once per node pod; did containerd come back
  *   resolve.c     symlinks resolved inside the host root (/var/run -> /run)
+ *   nri_daemon.c  mokka-nri, the NRI plugin, as the daemon the supervisor runs
  *   cri.c         the simulator table: Stage, Apply, Revoke, readiness */
 #ifndef MOKKA_WORKERS_CRI_CRI_H
 #define MOKKA_WORKERS_CRI_CRI_H
@@ -40,6 +41,11 @@
 #define CRI_RUNTIME_CONFIG_LINK "/etc/nvidia-container-runtime/config.toml"
 /* The first line of every drop-in we write: how Revoke knows it is ours. */
 #define CRI_DROPIN_MARK "# Written by Mokka (mokka-worker-cri)"
+
+/* nri_daemon.c: mokka-nri as this simulator's daemon while state.cri.nri
+ * is on (an empty spec otherwise); the simulator's .daemon. */
+int cri_nri_daemon(struct sim_ctx *ctx, const struct state *s, struct ipc_daemon_spec *d,
+		   struct sim_errors *errs);
 
 /* resolve.c: path (a host path) with every symlink resolved inside the
  * host root, as a host path.  0, -EINVAL, -ELOOP, -ENAMETOOLONG. */
