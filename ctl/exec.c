@@ -9,7 +9,7 @@
  *   /sys/class/infiniband*   the view's (ib's devices and the VFs'), else ib's
  *   /dev/infiniband                                   ib's tree (R/ib)
  *   /dev/nvidia*, /proc/driver/nvidia, /sys/module/nvidia*   gpudriver's (R/driver, R/sys)
- *   /proc/bus/pci                                     pcibus's (R/proc/bus/pci)
+ *   /proc/bus/pci        the view's (VFs, removals), else pcibus's (R/proc/bus/pci)
  *
  * A name the host does not have (/sys/devices/pci0000:80, /dev/nvidia0)
  * cannot be created in sysfs or on the host's /dev: its directory becomes
@@ -230,6 +230,8 @@ int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc)
 		{ "/dev", "infiniband", "V", "/dev/infiniband", NULL, 0 },
 		{ "/proc/driver", "nvidia", "N", "/driver/proc/driver/nvidia", NULL, 0 },
 		{ "/proc/bus", "pci", "N", "/proc/bus/pci", NULL, 0 },
+		/* Served: removed functions gone, the VFs there (view_proc.c). */
+		{ "/proc/bus", "pci", "V", "/proc/bus/pci", NULL, 0 },
 		{ "/proc", "cmdline", "V", "/proc/cmdline", NULL, 0 },
 	};
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {

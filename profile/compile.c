@@ -245,6 +245,7 @@ static int compile_tree(struct cctx *c, const struct ynode *root,
 	    (rc = compile_cri(c, o, &s->cri)) < 0 ||
 	    (rc = compile_imex(c, root, o, s)) < 0 ||
 	    (rc = compile_accel(c, root, s)) < 0 ||
+	    (rc = compile_sriov(c, root)) < 0 ||
 	    (rc = compile_pci_plan(c, root, devs, ndevs, s)) < 0)
 		return rc;
 	return profile_json(c, root, s);

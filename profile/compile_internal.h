@@ -76,6 +76,8 @@ uint32_t compile_ib_fnv1a32(const char *s);
 
 /* compile_accel.c: other vendors' accelerators (input to the PCI plan). */
 int compile_accel(struct cctx *c, const struct ynode *root, struct state *s);
+/* compile_sriov.c: pcie_topology.gpu_sriov, checked (mokka-pcifs reads it). */
+int compile_sriov(struct cctx *c, const struct ynode *root);
 
 /* compile_cri.c: the container runtime flags (defaults when unset). */
 int compile_cri(struct cctx *c, const struct compile_opts *o, struct state_cri *cri);

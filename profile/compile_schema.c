@@ -80,9 +80,13 @@ static const struct ovr_field nvlink_f[] = {
 	SEQM("device_links", nvlink_device_links_f), END };
 static const struct ovr_field root_complex_f[] = {
 	S("id"), I("numa_node"), SEQ("devices", OVR_STR), S("cpu_affinity"), END };
+/* Mokka: the GPUs' SR-IOV capability (compile_sriov.c). */
+static const struct ovr_field gpu_sriov_f[] = {
+	U("total_vfs"), U("vf_offset"), U("vf_stride"), U("vf_device_id"), END };
 static const struct ovr_field pcie_topology_f[] = {
 	SEQM("root_complexes", root_complex_f), I("cores_per_numa"),
 	B("iommu"),	/* Mokka: the node has an IOMMU (mokka-pcifs, vfio-pci) */
+	M("gpu_sriov", gpu_sriov_f),
 	END };
 /* Mokka: other vendors' accelerators (compile_accel.c). */
 static const struct ovr_field accel_f[] = {

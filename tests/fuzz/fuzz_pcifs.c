@@ -1,6 +1,6 @@
 /* Fuzz mokka-pcifs's model through its view: random writes (random bytes,
  * or well-formed BDFs and numbers) to every writable attribute of a small
- * bus (2 ports, 4 GPUs, 2 ConnectX PFs with VFs), and after each one the
+ * bus (2 ports, 4 GPUs one of them with SR-IOV, 2 ConnectX PFs with VFs), and after each one the
  * tree must stay consistent: every driver link names a driver directory
  * that lists the device and no other does; a removed function is gone
  * from every listing; VFs exist only under an enabled PF; the IOMMU
@@ -44,8 +44,10 @@ static void build(struct pcifs_model *m, bool iommu)
 	add(m, "0000:4a:00.0", "0000:00:02.0", 0x10de, 0x20b0, 0x030200, "nvidia");
 	add(m, "0000:1b:00.0", "0000:00:01.0", 0x15b3, 0x1021, 0x020700, "mlx5_core");
 	add(m, "0000:3b:00.0", "0000:00:02.0", 0x15b3, 0x101b, 0x020700, "mlx5_core");
-	pcifs_model_add_vfs(m, 6, 4);
-	pcifs_model_add_vfs(m, 7, 3);
+	pcifs_model_add_vfs(m, 6, &pcifs_mlx5_sriov);
+	pcifs_model_add_vfs(m, 7, &(struct pcifs_sriov){ 3, 1, 1, 0 });
+	/* A GPU whose board has SR-IOV (nvidia's sriov_configure). */
+	pcifs_model_add_vfs(m, 2, &(struct pcifs_sriov){ 4, 4, 1, 0 });
 	pcifs_model_groups(m);
 }
 

@@ -83,7 +83,13 @@ static void load_drivers(struct pcifs_model *m, const char *sys)
 	pcifs_driver_get(m, "vfio-pci");
 }
 
-int pcifs_load(struct pcifs_model *m, const char *sys, bool iommu)
+/* A GPU (NVIDIA, display class) of a board with SR-IOV. */
+static bool sriov_gpu(const struct pcifs_fn *f, const struct pcifs_node *node)
+{
+	return node->gpu.total_vfs > 0 && f->vendor == 0x10de && f->class_code >> 16 == 0x03;
+}
+
+int pcifs_load(struct pcifs_model *m, const char *sys, const struct pcifs_node *node)
 {
 	char path[PATH_MAX], *names[PCIFS_MAX_FNS];
 	struct dirent *e;
@@ -91,7 +97,7 @@ int pcifs_load(struct pcifs_model *m, const char *sys, bool iommu)
 	DIR *d;
 
 	memset(m, 0, sizeof(*m));
-	m->iommu = iommu;
+	m->iommu = node->iommu;
 	load_drivers(m, sys);
 	snprintf(path, sizeof(path), "%s/bus/pci/devices", sys);
 	if (!(d = opendir(path)))
@@ -108,12 +114,15 @@ int pcifs_load(struct pcifs_model *m, const char *sys, bool iommu)
 			r = k;
 		free(names[i]);
 	}
-	/* ConnectX PFs (network or InfiniBand class) get their VF slots. */
+	/* ConnectX PFs (network or InfiniBand class) and GPUs whose board
+	 * has SR-IOV get their VF slots. */
 	nphys = m->nfns;
 	for (int i = 0; i < nphys; i++)
 		if (m->fns[i].vendor == 0x15b3 && m->fns[i].class_code >> 16 == 0x02 &&
 		    !m->fns[i].bridge)
-			pcifs_model_add_vfs(m, i, PCIFS_MLX5_TOTALVFS);
+			pcifs_model_add_vfs(m, i, &pcifs_mlx5_sriov);
+		else if (sriov_gpu(&m->fns[i], node))
+			pcifs_model_add_vfs(m, i, &node->gpu);
 	pcifs_model_groups(m);
 	return r;
 }

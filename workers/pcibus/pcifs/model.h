@@ -18,10 +18,18 @@
 #define PCIFS_MAX_IDS 32
 #define PCIFS_OVERRIDE_MAX 4095		/* PAGE_SIZE - 1, driver_set_override() */
 #define PCIFS_MLX5_TOTALVFS 8
+#define PCIFS_GPU_MAX_VFS 256
 #define PCIFS_ANY_ID 0xffffffffu
 
 struct pcifs_id {
 	uint32_t vendor, device, subvendor, subdevice, class_code, class_mask;
+};
+
+/* A PF's SR-IOV capability: TotalVFs, First VF Offset, VF Stride, VF
+ * Device ID (0: the mlx5 PRM's VF id for a ConnectX, else the PF's). */
+struct pcifs_sriov {
+	int total_vfs, offset, stride;
+	uint16_t vf_device;
 };
 
 struct pcifs_driver {
@@ -61,10 +69,12 @@ struct pcifs_model {
 };
 
 /* Setup: a driver (found or added), a function (VF slots of a PF with
- * totalvfs are added by pcifs_model_add_vfs). */
+ * an SR-IOV capability are added by pcifs_model_add_vfs; a ConnectX's is
+ * pcifs_mlx5_sriov: 8 VFs at offset 1, stride 1). */
 int pcifs_driver_get(struct pcifs_model *m, const char *name);
 int pcifs_model_add(struct pcifs_model *m, const struct pcifs_fn *f);
-int pcifs_model_add_vfs(struct pcifs_model *m, int pf, int totalvfs);
+int pcifs_model_add_vfs(struct pcifs_model *m, int pf, const struct pcifs_sriov *cap);
+extern const struct pcifs_sriov pcifs_mlx5_sriov;
 /* Number the IOMMU groups (one per function) once every function is in. */
 void pcifs_model_groups(struct pcifs_model *m);
 void pcifs_model_free(struct pcifs_model *m);

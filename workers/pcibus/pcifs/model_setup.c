@@ -7,9 +7,13 @@
 
 #include "workers/pcibus/pcifs/model.h"
 
-/* Drivers whose sysfs sriov_numvfs works (they have sriov_configure);
- * vfio-pci's needs enable_sriov=1, off by default. */
-static const char *const sriov_drivers[] = { "mlx5_core", NULL };
+/* Drivers whose sysfs sriov_numvfs works (they have sriov_configure:
+ * mlx5_core; nvidia's, used by sriov-manage on boards with SR-IOV);
+ * vfio-pci's needs enable_sriov=1, off by default.  A function without
+ * the capability has no sriov_* files whatever its driver. */
+static const char *const sriov_drivers[] = { "mlx5_core", "nvidia", NULL };
+
+const struct pcifs_sriov pcifs_mlx5_sriov = { PCIFS_MLX5_TOTALVFS, 1, 1, 0 };
 
 int pcifs_driver_get(struct pcifs_model *m, const char *name)
 {
@@ -52,21 +56,24 @@ static uint16_t vf_device(uint16_t vendor, uint16_t pf)
 	return pf;
 }
 
-/* VF i's routing id is the PF's + offset 1 + i (stride 1), a sibling of
- * the PF below the same port. */
-int pcifs_model_add_vfs(struct pcifs_model *m, int pf, int totalvfs)
+/* VF i's routing id is the PF's + First VF Offset + i * VF Stride (the
+ * SR-IOV capability's, ARI: the function number runs into the device
+ * number), a sibling of the PF below the same port. */
+int pcifs_model_add_vfs(struct pcifs_model *m, int pf, const struct pcifs_sriov *cap)
 {
 	unsigned dom, bus, dev, fn;
 	struct pcifs_fn *p = &m->fns[pf];
 	const char *slash;
 
-	if (sscanf(p->bdf, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4 ||
+	if (cap->offset < 1 || cap->stride < 1 || cap->total_vfs < 0 ||
+	    sscanf(p->bdf, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4 ||
 	    !(slash = strrchr(p->devpath, '/')))
 		return -EINVAL;
 	p->totalvfs = 0;
 	p->vf0 = m->nfns;
-	for (int i = 0; i < totalvfs; i++) {
-		unsigned rid = (bus << 8 | dev << 3 | fn) + 1 + (unsigned)i;
+	for (int i = 0; i < cap->total_vfs; i++) {
+		unsigned rid = (bus << 8 | dev << 3 | fn) + (unsigned)cap->offset +
+			       (unsigned)(i * cap->stride);
 		struct pcifs_fn vf = *p;
 		int r;
 
@@ -78,7 +85,7 @@ int pcifs_model_add_vfs(struct pcifs_model *m, int pf, int totalvfs)
 			break;	/* the slot is another function's */
 		snprintf(vf.devpath, sizeof(vf.devpath), "%.*s/%s", (int)(slash - p->devpath),
 			 p->devpath, vf.bdf);
-		vf.device = vf_device(p->vendor, p->device);
+		vf.device = cap->vf_device ? cap->vf_device : vf_device(p->vendor, p->device);
 		vf.present = false;
 		vf.driver = -1;
 		vf.totalvfs = vf.numvfs = vf.vf0 = 0;

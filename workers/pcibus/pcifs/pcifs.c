@@ -37,9 +37,11 @@ static bool busy(const struct pcifs_model *m, int fn)
 	return pcifs_profile_busy(config_path, overrides_path, m->fns[fn].bdf);
 }
 
-/* IOMMU=on|off in the config wins over the profile's pcie_topology.iommu. */
-static bool read_iommu(void)
+/* IOMMU=on|off in the config wins over the profile's pcie_topology.iommu;
+ * the GPUs' SR-IOV capability is the profile's. */
+static const struct pcifs_node *read_node(void)
 {
+	static struct pcifs_node node;
 	char line[128];
 	bool on = pcifs_profile_iommu(config_path);
 	FILE *f = fopen(conf_path, "re");
@@ -49,7 +51,9 @@ static bool read_iommu(void)
 			on = strncmp(line + 6, "off", 3) != 0;
 	if (f)
 		fclose(f);
-	return on;
+	node.iommu = on;
+	pcifs_profile_gpu_sriov(config_path, &node.gpu);
+	return &node;
 }
 
 /* The supervisor re-runs its pass on SIGHUP: CDI spec and NFD features
@@ -62,7 +66,7 @@ static void notify(void)
 	for (int i = 0; i < model.nfns && off + 20 < sizeof(now); i++) {
 		const struct pcifs_fn *f = &model.fns[i];
 
-		if (f->vendor == 0x10de && f->present && f->driver >= 0 &&
+		if (f->vendor == 0x10de && f->pf < 0 && f->present && f->driver >= 0 &&
 		    !strcmp(model.drv[f->driver].name, "nvidia"))
 			off += (size_t)snprintf(now + off, sizeof(now) - off, "%s ", f->bdf);
 	}
@@ -92,7 +96,7 @@ static void reload_now(void)
 	int r;
 
 	want_reload = 0;
-	if ((r = pcifs_load(&spare, V.sys, read_iommu())) < 0)
+	if ((r = pcifs_load(&spare, V.sys, read_node())) < 0)
 		log_warn("reload: %s: %s (serving what loaded)", V.sys, strerror(-r));
 	spare.busy = busy;
 	pcifs_carry(&spare, &model);
@@ -197,8 +201,11 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 
 static int op_read(const char *path, char *buf, size_t len, off_t off, struct fuse_file_info *fi)
 {
-	char tmp[8192];
+	/* One page per attribute, as sysfs; proc/bus/pci/devices holds a
+	 * line (< 400 bytes) per function.  fuse_loop serves one call at a time. */
+	static char tmp[(PCIFS_MAX_FNS + 1) * 400];
 	struct view_node n;
+	size_t cap;
 	ssize_t k;
 	int r;
 
@@ -208,10 +215,11 @@ static int op_read(const char *path, char *buf, size_t len, off_t off, struct fu
 	}
 	if ((r = resolve(path, &n)) < 0)
 		return r;
-	if ((k = view_read_attr(&V, &n, tmp, sizeof(tmp))) < 0)
+	cap = n.attr == A_PROC_DEVICES ? sizeof(tmp) : 8192;
+	if ((k = view_read_attr(&V, &n, tmp, cap)) < 0)
 		return (int)k;
-	if ((size_t)k > sizeof(tmp))
-		k = sizeof(tmp);
+	if ((size_t)k > cap)
+		k = (ssize_t)cap;
 	if (off >= k)
 		return 0;
 	if (len > (size_t)(k - off))
@@ -315,6 +323,7 @@ static int parse_args(int argc, char **argv)
 	snprintf(V.sys, sizeof(V.sys), "%s%s/sys", host, mock);
 	snprintf(V.ibsys, sizeof(V.ibsys), "%s%s/ib/sys", host, mock);
 	snprintf(V.ibdev, sizeof(V.ibdev), "%s%s/ib/dev/infiniband", host, mock);
+	snprintf(V.procpci, sizeof(V.procpci), "%s%s/proc/bus/pci", host, mock);
 	snprintf(conf_path, sizeof(conf_path), "%s%s" PCIFS_CONF, host, mock);
 	snprintf(state_path, sizeof(state_path), "%s%s" PCIFS_STATE, host, mock);
 	snprintf(config_path, sizeof(config_path), "%s%s" PCIFS_ENGINE_CONFIG, host, mock);
@@ -351,7 +360,7 @@ int main(int argc, char **argv)
 	if (getppid() != 1)
 		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	read_cmdline();
-	if ((r = pcifs_load(&model, V.sys, read_iommu())) < 0)
+	if ((r = pcifs_load(&model, V.sys, read_node())) < 0)
 		log_warn("%s: %s (serving what loaded)", V.sys, strerror(-r));
 	model.busy = busy;
 	persist();

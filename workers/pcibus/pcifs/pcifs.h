@@ -17,8 +17,15 @@
 #define PCIFS_ENGINE_CONFIG "/driver/config/config.yaml"
 #define PCIFS_OVERRIDES "/driver/config/overrides.yaml"
 
+/* What the profile says about the node's PCI bus: an IOMMU; the GPUs'
+ * SR-IOV capability (total_vfs 0: none). */
+struct pcifs_node {
+	bool iommu;
+	struct pcifs_sriov gpu;
+};
+
 /* sys: "<host root><R>/sys".  0, or the first -errno (what loaded stays). */
-int pcifs_load(struct pcifs_model *m, const char *sys, bool iommu);
+int pcifs_load(struct pcifs_model *m, const char *sys, const struct pcifs_node *node);
 /* Bindings, overrides, removals, VFs and dynamic ids of from, onto a
  * freshly loaded to. */
 void pcifs_carry(struct pcifs_model *to, const struct pcifs_model *from);
@@ -26,6 +33,8 @@ int pcifs_state_write(const struct pcifs_model *m, const char *path);
 
 /* From the engine config (the profile) and the overrides (profile.c). */
 int pcifs_profile_iommu(const char *config);
+/* pcie_topology.gpu_sriov (profile/compile_sriov.c checked it); none: total_vfs 0. */
+void pcifs_profile_gpu_sriov(const char *config, struct pcifs_sriov *out);
 bool pcifs_profile_busy(const char *config, const char *overrides, const char *bdf);
 /* Detach whatever is mounted at dir (a killed instance's mount). */
 int pcifs_stale_unmount(const char *dir);

@@ -51,6 +51,23 @@ int pcifs_profile_iommu(const char *config)
 	return on;
 }
 
+void pcifs_profile_gpu_sriov(const char *config, struct pcifs_sriov *out)
+{
+	static const char *const keys[] = { "total_vfs", "vf_offset", "vf_stride",
+					     "vf_device_id" };
+	struct yl_node *doc = load(config);
+	const struct yl_node *cap = doc ? yl_path(doc, "pcie_topology.gpu_sriov") : NULL;
+	uint64_t v[4] = { 0, 4, 1, 0 };	/* NVIDIA GPUs: VFs from function 4, stride 1 */
+
+	for (int i = 0; cap && i < 4; i++)
+		if (!yl_is_null(yl_get(cap, keys[i])) && !yl_u64(yl_get(cap, keys[i]), &v[i]))
+			v[0] = 0;	/* the compiler refuses it; so do we */
+	*out = (struct pcifs_sriov){ v[0] <= PCIFS_GPU_MAX_VFS ? (int)v[0] : 0,
+				     v[1] <= 255 ? (int)v[1] : 0, v[2] <= 255 ? (int)v[2] : 0,
+				     (uint16_t)(v[3] <= 0xffff ? v[3] : 0) };
+	yl_free(doc);
+}
+
 /* "0000:1A:00.0" or NVML's "00000000:1A:00.0" against "0000:1a:00.0". */
 static bool same_bdf(const char *a, const char *bdf)
 {

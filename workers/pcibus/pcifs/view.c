@@ -196,6 +196,10 @@ int view_resolve(const struct view *v, const char *path, struct view_node *n)
 			return set(n, V_DIR, 0755, A_NONE), 0;
 	if (!strcmp(path, "proc/cmdline"))
 		return set(n, V_ATTR, 0444, A_CMDLINE), 0;
+	if (!strcmp(path, "proc/bus"))
+		return set(n, V_DIR, 0555, A_NONE), 0;
+	if (!strcmp(path, "proc/bus/pci") || !strncmp(path, "proc/bus/pci/", 13))
+		return view_proc_resolve(v, path[12] ? path + 13 : "", n);
 	if (!strcmp(path, "sys/bus/pci") || !strncmp(path, "sys/bus/pci/", 12))
 		return resolve_bus(v, path[11] ? path + 12 : "", n);
 	if (!strcmp(path, "sys/kernel/iommu_groups") || !strncmp(path, "sys/kernel/iommu_groups/", 24))
@@ -232,7 +236,8 @@ int view_list(const struct view *v, const char *path, const struct view_node *di
 {
 	static const struct { const char *dir, *names; } fixed[] = {
 		{ "", "sys dev proc" }, { "sys", "bus devices kernel module class" },
-		{ "sys/bus", "pci" }, { "sys/kernel", "iommu_groups" }, { "proc", "cmdline" },
+		{ "sys/bus", "pci" }, { "sys/kernel", "iommu_groups" }, { "proc", "cmdline bus" },
+		{ "proc/bus", "pci" },
 		{ "sys/bus/pci", "devices drivers slots drivers_probe drivers_autoprobe rescan uevent" },
 		{ "dev", "vfio infiniband" },
 	};
@@ -290,6 +295,8 @@ int view_list(const struct view *v, const char *path, const struct view_node *di
 			}
 	} else if (!strcmp(path, "sys/devices") || !strncmp(path, "sys/devices/", 12))
 		r = view_list_devices(v, path + 4, fill, ctx);
+	else if (!strcmp(path, "proc/bus/pci") || !strncmp(path, "proc/bus/pci/", 13))
+		r = view_proc_list(v, path[12] ? path + 13 : "", fill, ctx);
 	else if (!strcmp(path, "sys/class") || !strncmp(path, "sys/class/", 10))
 		r = view_ib_list_class(v, path[9] ? path + 10 : "", fill, ctx);
 	return r;

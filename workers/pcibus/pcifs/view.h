@@ -11,6 +11,8 @@
  *   dev/infiniband/...       ib's nodes and the VFs' (view_ib.c)
  *   sys/class/infiniband*    ib's devices and the VFs' (view_ib.c)
  *   proc/cmdline             the host's, plus the IOMMU parameters
+ *   proc/bus/pci/...         pcibus's, without removed functions, with
+ *                            the drivers of now and the VFs (view_proc.c)
  *
  * resolved against the model (model.h) and the staged files (R/sys). */
 #ifndef MOKKA_WORKERS_PCIBUS_PCIFS_VIEW_H
@@ -27,6 +29,7 @@ enum view_attr {
 	A_NONE, A_BIND, A_UNBIND, A_NEW_ID, A_REMOVE_ID, A_UEVENT, A_DRIVERS_PROBE,
 	A_AUTOPROBE, A_RESCAN, A_OVERRIDE, A_REMOVE, A_RESET, A_TOTALVFS, A_NUMVFS,
 	A_CMDLINE, A_VF_DEVICE, A_VF_CONFIG, A_GROUP_TYPE, A_RESERVED, A_VF_IBDEV,
+	A_PROC_DEVICES,
 };
 
 struct view {
@@ -35,6 +38,7 @@ struct view {
 	char ibsys[PATH_MAX];		/* ib's tree (<R>/ib/sys): HCAs' infiniband* dirs */
 	char ibdev[PATH_MAX];		/* ib's device nodes (<R>/ib/dev/infiniband) */
 	char cmdline[1024];		/* the host's /proc/cmdline, no newline */
+	char procpci[PATH_MAX];		/* pcibus's <host root><R>/proc/bus/pci */
 };
 
 struct view_node {
@@ -53,6 +57,11 @@ typedef int (*view_fill)(void *ctx, const char *name, const struct view_node *n)
 /* The entries of directory path (resolved to dir); 0 or -errno. */
 int view_list(const struct view *v, const char *path, const struct view_node *dir,
 	      view_fill fill, void *ctx);
+
+/* proc/bus/pci (view_proc.c): p relative to it; devices' content. */
+int view_proc_resolve(const struct view *v, const char *p, struct view_node *n);
+int view_proc_list(const struct view *v, const char *rel, view_fill fill, void *ctx);
+ssize_t view_proc_devices(const struct view *v, char *buf, size_t len);
 
 /* V_ATTR content into buf (at most len); its length or -errno. */
 ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *buf, size_t len);

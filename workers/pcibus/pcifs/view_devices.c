@@ -348,6 +348,8 @@ ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *bu
 		return 0;
 	case A_VF_IBDEV:
 		return view_ib_vf_ibdev(v, n->fn, buf, len);
+	case A_PROC_DEVICES:
+		return view_proc_devices(v, buf, len);
 	default:
 		return -EACCES;	/* write-only */
 	}
