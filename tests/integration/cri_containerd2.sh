@@ -1,15 +1,17 @@
 #!/bin/bash
 # containerd 2.x and 1.7 as real consumers (issue 18), built from the Go
 # module proxy by scripts/install-containerd.sh.  The supervisor runs
-# gpudriver, pcibus and cri (NRI plugin on) into a temp host root with a
+# gpudriver, pcibus and cri (NRI on by default) into a temp host root with a
 # fake systemctl and containerd on its PATH; then, per containerd version,
 # in a private mount namespace (overlays over /etc, /run, /var/lib, /opt;
-# the root's /etc/containerd, /run/cdi and mock tree bound where the host
-# paths point) a private containerd daemon imports the root's config.toml:
+# the root's /etc/containerd, /run/cdi, /run/nri and mock tree bound where
+# the host paths point) a private containerd daemon imports the root's
+# config.toml:
 #   * `config dump`: the nvidia handler is the default, CDI on, and the NRI
 #     table from Mokka's drop-in (enabled, our socket path) is in force;
-#   * the daemon honours it: its NRI socket appears at that path, and
-#     mokka-nri registers there, is configured and synchronized;
+#   * the daemon honours it: its NRI socket appears at that path, and the
+#     supervisor's own mokka-nri (which finds the socket inside the host
+#     root) registers there, is configured and synchronized;
 #   * 2.x: `ctr run --device nvidia.com/gpu=0` (CDI through ctr; 1.7's ctr
 #     takes device paths only) gets exactly /dev/nvidia0 and the real
 #     nvidia-smi lists one GPU; =all lists all.
@@ -42,7 +44,7 @@ printf '#!/bin/sh\nexit 0\n' > "$ROOT/usr/bin/containerd"
 chmod 755 "$ROOT/usr/bin/systemctl" "$ROOT/usr/bin/containerd"
 printf 'version = 2\n' > "$ROOT/etc/containerd/config.toml"
 
-start_supervisor --simulators gpudriver,pcibus,cri --nri-plugin --nri-socket "$NRI_SOCK"
+start_supervisor --simulators gpudriver,pcibus,cri --nri-socket "$NRI_SOCK"
 wait_for 60 is_code /readyz 200 || die "/readyz never became 200: $(cat "$T/body")"
 check "the drop-in carries the NRI table" grep -q "socket_path = \"$NRI_SOCK\"" \
 	"$ROOT/etc/containerd/conf.d/50-mokka.toml"
@@ -68,7 +70,8 @@ for d in etc run var/lib opt; do
 	mkdir -p "$T/ov/\$V/\$n/up" "$T/ov/\$V/\$n/work"
 	mount -t overlay overlay -o "lowerdir=/\$d,upperdir=$T/ov/\$V/\$n/up,workdir=$T/ov/\$V/\$n/work" "/\$d" || exit 90
 done
-mkdir -p /etc/containerd /run/cdi /var/lib/nvml-mock
+mkdir -p /etc/containerd /run/cdi /var/lib/nvml-mock /run/nri "$ROOT/run/nri"
+mount --bind "$ROOT/run/nri" /run/nri || exit 94
 mount --bind "$ROOT/etc/containerd" /etc/containerd || exit 91
 mount --bind "$ROOT/run/cdi" /run/cdi || exit 92
 mount --bind "$ROOT/var/lib/nvml-mock" /var/lib/nvml-mock || exit 93
@@ -93,11 +96,10 @@ c=\$!
 for i in \$(seq 150); do [ -S "\$D/c.sock" ] && break; sleep 0.1; done
 for i in \$(seq 50); do [ -S "$NRI_SOCK" ] && break; sleep 0.1; done
 [ -S "$NRI_SOCK" ] && echo yes > "\$O/nri.sock" || echo no > "\$O/nri.sock"
-# mokka-nri's handshake with this version: register, Configure, Synchronize.
-"$B/mokka-nri" --socket "$NRI_SOCK" --host-root "$ROOT" > "\$O/nri.log" 2>&1 &
-n=\$!
-for i in \$(seq 100); do grep -q synchronized "\$O/nri.log" && break; sleep 0.1; done
-kill -TERM \$n; wait \$n 2>/dev/null
+# The supervisor's mokka-nri (it redials every second) with this version:
+# register, Configure, Synchronize; its lines since the daemon started.
+for i in \$(seq 100); do tail -n +\$2 "$T/sup.log" | grep -q 'nri: synchronized' && break; sleep 0.1; done
+tail -n +\$2 "$T/sup.log" | grep 'mokka-nri' > "\$O/nri.log"
 run() { # run NAME DEVICE
 	ctr -a "\$D/c.sock" run --rm --rootfs --env PATH=/bin:/usr/bin --device "\$2" "$IMG" "mokka-\$1" /bin/sh -c '
 		echo "nodes: \$(ls /dev | grep "^nvidia[0-9]" | sort | tr "\n" " ")"
@@ -115,7 +117,8 @@ EOF
 cgroups_before=$(ls -d /sys/fs/cgroup/*/default 2>/dev/null)
 for v in $VERSIONS; do
 	O=$T/out.$v
-	unshare -m --propagation private bash "$T/ns.sh" "$v" || fail "$v: namespace setup failed ($?)"
+	from=$(( $(wc -l < "$T/sup.log") + 1 ))
+	unshare -m --propagation private bash "$T/ns.sh" "$v" "$from" || fail "$v: namespace setup failed ($?)"
 	check "$v: config dump rc 0 ($(head -c 300 "$O/dump.err" 2>/dev/null))" grep -qx 0 "$O/dump.rc"
 	check "$v: dump: nvidia is the default runtime" grep -Eq "default_runtime_name = [\"']nvidia[\"']" "$O/dump"
 	check "$v: dump: CDI on" grep -q 'enable_cdi = true' "$O/dump"
