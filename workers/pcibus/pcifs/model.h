@@ -53,6 +53,7 @@ struct pcifs_fn {
 	int group;			/* IOMMU group */
 	int pf;				/* a VF's PF (index), -1 */
 	int totalvfs, numvfs, vf0;	/* a PF: its VFs are fns[vf0 .. vf0+totalvfs-1] */
+	int vf_offset, vf_stride;	/* a PF: its SR-IOV capability's */
 	unsigned resets;
 };
 

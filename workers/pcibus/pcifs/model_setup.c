@@ -71,6 +71,8 @@ int pcifs_model_add_vfs(struct pcifs_model *m, int pf, const struct pcifs_sriov 
 		return -EINVAL;
 	p->totalvfs = 0;
 	p->vf0 = m->nfns;
+	p->vf_offset = cap->offset;
+	p->vf_stride = cap->stride;
 	for (int i = 0; i < cap->total_vfs; i++) {
 		unsigned rid = (bus << 8 | dev << 3 | fn) + (unsigned)cap->offset +
 			       (unsigned)(i * cap->stride);
@@ -88,7 +90,7 @@ int pcifs_model_add_vfs(struct pcifs_model *m, int pf, const struct pcifs_sriov 
 		vf.device = cap->vf_device ? cap->vf_device : vf_device(p->vendor, p->device);
 		vf.present = false;
 		vf.driver = -1;
-		vf.totalvfs = vf.numvfs = vf.vf0 = 0;
+		vf.totalvfs = vf.numvfs = vf.vf0 = vf.vf_offset = vf.vf_stride = 0;
 		if ((r = pcifs_model_add(m, &vf)) < 0)
 			return r;
 		m->fns[r].pf = pf;

@@ -69,7 +69,16 @@ static int pass(const char *path, struct view_node *n, bool files_only)
 
 static const char *const dynamic[] = {
 	"driver", "driver_override", "remove", "reset", "iommu_group", "sriov_totalvfs",
-	"sriov_numvfs", "physfn", NULL,
+	"sriov_numvfs", "sriov_offset", "sriov_stride", "sriov_vf_device",
+	"sriov_drivers_autoprobe", "physfn", NULL,
+};
+
+/* A PF's read-only SR-IOV files (drivers/pci/iov.c), beside sriov_numvfs. */
+static const struct { const char *name; int attr; mode_t mode; } sriov_files[] = {
+	{ "sriov_totalvfs", A_TOTALVFS, 0444 }, { "sriov_numvfs", A_NUMVFS, 0644 },
+	{ "sriov_offset", A_SRIOV_OFFSET, 0444 }, { "sriov_stride", A_SRIOV_STRIDE, 0444 },
+	{ "sriov_vf_device", A_SRIOV_VF_DEVICE, 0444 },
+	{ "sriov_drivers_autoprobe", A_SRIOV_AUTOPROBE, 0644 },
 };
 
 static bool is_dynamic(const char *name)
@@ -120,9 +129,10 @@ static int dyn_attr(const struct view *v, int fn, const char *name, struct view_
 		return attr(n, 0200, A_RESET);
 	if (!strcmp(name, "iommu_group"))
 		return !m->iommu ? -ENOENT : link_up(n, f, "kernel/iommu_groups/%s%d", "", f->group);
-	if (!strcmp(name, "sriov_totalvfs") || !strcmp(name, "sriov_numvfs"))
-		return f->totalvfs <= 0 ? -ENOENT
-		       : name[6] == 't' ? attr(n, 0444, A_TOTALVFS) : attr(n, 0644, A_NUMVFS);
+	for (size_t i = 0; i < sizeof(sriov_files) / sizeof(sriov_files[0]); i++)
+		if (!strcmp(name, sriov_files[i].name))
+			return f->totalvfs <= 0 ? -ENOENT
+			       : attr(n, sriov_files[i].mode, sriov_files[i].attr);
 	if (!strcmp(name, "physfn")) {
 		if (f->pf < 0)
 			return -ENOENT;
@@ -329,6 +339,14 @@ ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *bu
 		return snprintf(buf, len, "%d\n", f->totalvfs);
 	case A_NUMVFS:
 		return snprintf(buf, len, "%d\n", f->numvfs);
+	case A_SRIOV_OFFSET:
+		return snprintf(buf, len, "%d\n", f->vf_offset);
+	case A_SRIOV_STRIDE:
+		return snprintf(buf, len, "%d\n", f->vf_stride);
+	case A_SRIOV_VF_DEVICE:	/* "%x", no 0x (sriov_vf_device_show) */
+		return snprintf(buf, len, "%x\n", f->totalvfs > 0 ? m->fns[f->vf0].device : 0);
+	case A_SRIOV_AUTOPROBE:
+		return snprintf(buf, len, "1\n");
 	case A_AUTOPROBE:
 		return snprintf(buf, len, "1\n");
 	case A_VF_DEVICE:
@@ -371,6 +389,7 @@ ssize_t view_write_attr(struct view *v, const struct view_node *n, const char *b
 	case A_RESET:		return pcifs_reset(m, n->fn, buf, len);
 	case A_NUMVFS:		return pcifs_set_numvfs(m, n->fn, buf, len);
 	case A_UEVENT:
+	case A_SRIOV_AUTOPROBE:
 	case A_AUTOPROBE:	return (ssize_t)len;
 	default:		return -EACCES;
 	}
