@@ -111,6 +111,7 @@ static void teardown(void)
 		yl_free(eng_devs[i].base);
 		memset(&eng_devs[i], 0, sizeof(eng_devs[i]));
 	}
+	eng_image_drop();
 	yl_free(eng.profile);
 	yl_free(eng.overrides);
 	for (size_t i = 0; i < eng.interned_cap; i++)
@@ -162,18 +163,19 @@ static int load(void)
 {
 	const struct yl_node *sys;
 	const char *nvml;
-	bool missing;
 	int rc;
 
 	eng.t0 = eng_now();
 	eng.fm_checked = -1e9;
 	if ((rc = eng_locate_files()) != ENG_SUCCESS)
 		return rc;
-	eng.profile = eng_load_yaml(eng.config_path, &missing);
-	if (!eng.profile)
-		return ENG_ERROR_DRIVER_NOT_LOADED;	/* eng_load_yaml said why */
+	if ((rc = eng_profile_load()) != ENG_SUCCESS)
+		return rc;	/* eng_profile_load said why */
 	sys = yl_get(eng.profile, "system");
+	/* Interned: a live reload replaces the profile tree. */
 	eng.driver_version = yl_text(yl_get(sys, "driver_version"));
+	if (eng.driver_version)
+		eng.driver_version = intern(eng.driver_version);
 	if (eng.profile->kind != YL_MAP || !eng.driver_version || !*eng.driver_version) {
 		eng_debug("%s: not a profile (system.driver_version is required)",
 			  eng.config_path);
@@ -186,7 +188,9 @@ static int load(void)
 	else	/* NVML's own form: CUDA major, then the driver version */
 		snprintf(eng.nvml_version, sizeof(eng.nvml_version), "%d.%s",
 			 eng.cuda_version ? eng.cuda_version / 1000 : 12, eng.driver_version);
-	if ((rc = eng_build_devices()) != ENG_SUCCESS)
+	rc = eng_build_devices();
+	eng_image_drop();	/* the trees no visible device took */
+	if (rc != ENG_SUCCESS)
 		return rc;
 	if (eng_state_locate() < 0) {
 		eng_debug("%s: the device state directory's path is too long", eng.config_path);
@@ -527,7 +531,7 @@ bool mdev_has(struct mdev *d, const char *path)
 	return r;
 }
 
-/* ---- the profile's top level (fixed until shutdown) ------------------ */
+/* ---- the profile's top level (replaced by a live reload) ------------- */
 
 static const struct yl_node *profile_at(const char *path)
 {
@@ -540,6 +544,8 @@ bool engine_str(const char *path, const char **out)
 
 	eng_lock();
 	s = yl_text(profile_at(path));
+	if (s)	/* a live reload may free the tree */
+		s = intern(s);
 	eng_unlock();
 	if (s)
 		*out = s;

@@ -228,11 +228,11 @@ static bool any_gpu_node(const char *dir)
 struct entry {
 	const struct yl_node *node;
 	uint64_t index;
+	size_t pos;		/* in devices[] */
 };
 
 int eng_build_devices(void)
 {
-	const struct yl_node *defaults = yl_get(eng.profile, "device_defaults");
 	const struct yl_node *list = yl_get(eng.profile, "devices");
 	const char *dev_dir = env("MOCK_NVML_DEV_DIR") ? env("MOCK_NVML_DEV_DIR") : "/dev";
 	struct entry ents[ENG_MAX_DEVICES];
@@ -240,8 +240,6 @@ int eng_build_devices(void)
 	uint64_t cap;
 	bool filter = any_gpu_node(dev_dir);
 
-	if (defaults && defaults->kind != YL_MAP)
-		defaults = NULL;
 	for (size_t i = 0; list && list->kind == YL_SEQ && i < list->n; i++) {
 		const struct yl_node *e = list->kids[i];
 		size_t j;
@@ -253,6 +251,7 @@ int eng_build_devices(void)
 		}
 		/* insertion sort by index, stable */
 		ents[n].node = e;
+		ents[n].pos = i;
 		if (!yl_u64(yl_get(e, "index"), &ents[n].index))
 			ents[n].index = i;
 		for (j = n++; j > 0 && ents[j - 1].index > ents[j].index; j--) {
@@ -282,8 +281,7 @@ int eng_build_devices(void)
 		d->index = eng.ndev;
 		d->prof_index = (unsigned)ents[i].index;
 		d->minor = (unsigned)minor;
-		d->base = eng_boot_merge(defaults, ents[i].node);
-		if (!d->base)
+		if (eng_device_base(ents[i].pos, &d->base) < 0 || !d->base)
 			return ENG_ERROR_UNKNOWN;
 		eng.ndev++;	/* owns d->base now: teardown frees it */
 		if ((rc = device_identity(d, ents[i].node)) != ENG_SUCCESS)

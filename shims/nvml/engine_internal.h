@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "devstate/devstate.h"
+#include "nvimage/nvimage.h"
 #include "overrides/overrides.h"
 #include "shims/nvml/mig_profiles.h"
 #include "yaml_lite/yaml_lite.h"
@@ -99,6 +100,14 @@ struct engine {
 	uint64_t state_seq;
 	uint64_t state_gen;	/* bumped at every reload */
 	bool state_loaded;
+	/* config.yaml as loaded (engine_image.c), and the image's device
+	 * trees until the devices take them (NULL: parsed) */
+	struct eng_file_id config_id;
+	uint64_t config_hash;
+	size_t config_size;
+	struct yl_node **trees;
+	size_t ntrees;
+	unsigned config_reloads;
 };
 
 extern struct engine eng;
@@ -120,9 +129,18 @@ int eng_build_devices(void);
 bool eng_parse_bdf(const char *s, unsigned long *domain, unsigned *bus,
 		   unsigned *dev, unsigned *fn);
 
-/* engine_merge.c: the boot merge and the overrides document (read with
- * the overrides module, overrides/). */
-struct yl_node *eng_boot_merge(const struct yl_node *defaults, const struct yl_node *entry);
+/* engine_image.c: the profile from the image or config.yaml (sets
+ * eng.profile; ENG_SUCCESS or ENG_ERROR_DRIVER_NOT_LOADED), devices[pos]'s
+ * boot-merged base from the same source (*out NULL: not a mapping; 0 or
+ * -ENOMEM), dropping the image once the devices are built, and the live
+ * reload of a changed config.yaml (under the overrides' TTL). */
+int eng_profile_load(void);
+int eng_device_base(size_t pos, struct yl_node **out);
+void eng_image_drop(void);
+void eng_config_reload(void);
+
+/* engine_merge.c: the overrides document (read with the overrides
+ * module, overrides/). */
 bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size);
 bool eng_overrides_reload(bool force);
 void eng_overrides_refresh(bool force);

@@ -1,97 +1,14 @@
-/* Mock NVML engine: the boot merge of a devices[] entry over
- * device_defaults (the reference's field rules, NVML.md §4), the overrides
- * document (§5) applied with the overrides module's merge, and its 1 s
- * reload. */
+/* Mock NVML engine: the overrides document (NVML.md §5) applied with the
+ * overrides module's merge, and its 1 s reload (which also looks for a new
+ * config.yaml, engine_live.c).  The boot merge of a devices[] entry over
+ * device_defaults (§4) is nvimage/nvimage_merge.c's, shared with the image
+ * compiler. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "engine_internal.h"
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Copied from the entry when non-empty. */
-static const char *const boot_scalars[] = {
-	"name", "serial", "brand", "board_part_number", "vbios_version", "architecture",
-};
-/* Merged field by field (a zero field keeps the default). */
-static const char *const boot_fields[] = { "pci", "platform" };
-/* Replaced wholesale when the entry has them. */
-static const char *const boot_blocks[] = {
-	"memory", "bar1_memory", "power", "thermal", "clocks", "clocks_throttle_reasons",
-	"utilization", "ecc", "dynamic_metrics", "failure", "fabric", "nvlink_error",
-	"processes",
-};
-/* Go's zero value: unset, "", or a plain 0. */
-static bool zero_value(const struct yl_node *n)
-{
-	uint64_t v;
-
-	return yl_is_null(n) || (n->kind == YL_SCALAR &&
-		(n->len == 0 || (!n->quoted && yl_u64(n, &v) && v == 0)));
-}
-
-static int set_clone(struct yl_node *map, const char *key, const struct yl_node *v)
-{
-	struct yl_node *c = yl_clone(v);
-
-	if (!c || yl_map_set(map, key, c) < 0) {
-		yl_free(c);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* map[key] as a mapping, replacing whatever else is there. */
-static struct yl_node *ensure_map(struct yl_node *map, const char *key)
-{
-	struct yl_node *m = yl_get(map, key);
-
-	if (m && m->kind == YL_MAP)
-		return m;
-	m = yl_new(YL_MAP);
-	if (!m || yl_map_set(map, key, m) < 0) {
-		yl_free(m);
-		return NULL;
-	}
-	return m;
-}
-
-struct yl_node *eng_boot_merge(const struct yl_node *defaults, const struct yl_node *entry)
-{
-	struct yl_node *r = defaults ? yl_clone(defaults) : yl_new(YL_MAP);
-
-	for (size_t i = 0; r && i < N(boot_scalars); i++) {
-		const struct yl_node *v = yl_get(entry, boot_scalars[i]);
-
-		if (v && v->kind == YL_SCALAR && v->len && set_clone(r, boot_scalars[i], v) < 0)
-			goto err;
-	}
-	for (size_t i = 0; r && i < N(boot_fields); i++) {
-		const struct yl_node *src = yl_get(entry, boot_fields[i]);
-		struct yl_node *dst;
-
-		if (!src || src->kind != YL_MAP)
-			continue;
-		if (!(dst = ensure_map(r, boot_fields[i])))
-			goto err;
-		for (size_t j = 0; j < src->n; j++)
-			if (!zero_value(src->kids[j]) &&
-			    set_clone(dst, src->kids[j]->key, src->kids[j]) < 0)
-				goto err;
-	}
-	for (size_t i = 0; r && i < N(boot_blocks); i++) {
-		const struct yl_node *v = yl_get(entry, boot_blocks[i]);
-
-		if (!yl_is_null(v) && set_clone(r, boot_blocks[i], v) < 0)
-			goto err;
-	}
-	return r;
-err:
-	yl_free(r);
-	return NULL;
-}
 
 bool eng_overrides_valid(const struct yl_node *doc, char *why, size_t size)
 {
@@ -197,6 +114,8 @@ bool eng_overrides_reload(bool force)
 	if (!force && now - eng.overrides_checked < ENG_TTL_S)
 		return false;
 	eng.overrides_checked = now;
+	if (!force)
+		eng_config_reload();	/* a new config.yaml rebuilds the devices itself */
 	if (stat(eng.overrides_path, &st) == 0) {
 		id = (struct eng_file_id){ true, st.st_dev, st.st_ino, st.st_size, st.st_mtim };
 	} else if (errno != ENOENT) {

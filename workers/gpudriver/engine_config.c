@@ -15,6 +15,7 @@
 
 #include "overrides/overrides.h"
 #include "workers/gpudriver/gpudriver.h"
+#include "workers/gpudriver/nvml_image.h"
 #include "workers/manifest.h"
 
 struct line {
@@ -183,6 +184,8 @@ int gd_stage_engine_config(struct sim_ctx *ctx, const struct state *s, const str
 	    (r = host_mock_path(s->mock_root, path, sizeof(path), GD_CONFIG "/config.yaml")) == 0 &&
 	    (r = host_write(&ctx->host, path, doc, len, 0644)) < 0)
 		sim_error(errs, path, "write: %s", strerror(-r));
+	if (r == 0)	/* its compiled copy for the library (nvml_image.c) */
+		r = gd_stage_nvml_image(ctx, s, doc, len, errs);
 	free(doc);
 	if (r == 0)
 		r = ensure_overrides(ctx, s, errs);
