@@ -28,6 +28,11 @@ check "numvfs reads 4" [ "$(x cat $d/sriov_numvfs)" = 4 ]
 check "changing 4 -> 2 without going to 0: EBUSY" [ "$(werr $d/sriov_numvfs 2)" = EBUSY ]
 check "ibv_devices lists the VFs' IB devices mlx5_8..mlx5_11" [ "$(x ibv_devices | awk '$1 ~ /^mlx5_/ { print $1 }' | sort -V | tail -4 | tr '\n' ' ')" = "mlx5_8 mlx5_9 mlx5_10 mlx5_11 " ]
 check "ibstat: mlx5_8 has an active port" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- ibstat mlx5_8 | grep -q 'State: Active'"
+check "VF GUIDs are their own: ibv_devices shows 12 distinct node GUIDs" [ "$(x ibv_devices | awk '$1 ~ /^mlx5_/ { print $2 }' | sort -u | wc -l)" = 12 ]
+pf_guid=$(x cat /sys/class/infiniband/mlx5_0/node_guid)
+check "mlx5_8's node GUID: mlx5_0's with byte 4 = 0x80 | VF 0" [ "$(x cat /sys/class/infiniband/mlx5_8/node_guid)" = "${pf_guid:0:7}80${pf_guid:9}" ]
+check "ibstat mlx5_8: port GUID = its node GUID | 1, system image GUID the PF's" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- ibstat mlx5_8 | grep -q 'Port GUID: 0x${pf_guid:0:4}${pf_guid:5:2}80${pf_guid:10:4}${pf_guid:15:3}1' && '$B/mokka-ctl' --host-root '$ROOT' exec -- ibstat mlx5_8 | grep -q 'System image GUID: 0x$(echo "$pf_guid" | tr -d :)'"
+check "mlx5_9 (VF 1): byte 4 = 0x81" [ "$(x cat /sys/class/infiniband/mlx5_9/ports/1/gids/0 | cut -c21-29)" = "${pf_guid:0:7}81" ]
 check "mlx5_8 is the first VF's" [ "$(x readlink -f /sys/class/infiniband/mlx5_8/device)" = "/sys/devices/pci0000:00/0000:00:05.0/0000:1b:00.1" ]
 check "/dev/infiniband/uverbs8 for it (231:200)" [ "$(x stat -c '%t:%T' /dev/infiniband/uverbs8)" = "e7:c8" ]
 check "lspci lists 4 virtual functions on mlx5_core" [ "$(x lspci -k -s 1b: 2>/dev/null | grep -c '^1b:.*Virtual Function')" = 4 ]

@@ -30,6 +30,7 @@ enum view_attr {
 	A_AUTOPROBE, A_RESCAN, A_OVERRIDE, A_REMOVE, A_RESET, A_TOTALVFS, A_NUMVFS,
 	A_CMDLINE, A_VF_DEVICE, A_VF_CONFIG, A_GROUP_TYPE, A_RESERVED, A_VF_IBDEV,
 	A_PROC_DEVICES, A_SRIOV_OFFSET, A_SRIOV_STRIDE, A_SRIOV_VF_DEVICE, A_SRIOV_AUTOPROBE,
+	A_VF_GUID,
 };
 
 struct view {
@@ -47,7 +48,8 @@ struct view_node {
 	int attr;			/* V_ATTR: enum view_attr */
 	int fn, drv;			/* the function / driver it is about, or -1 */
 	dev_t rdev;			/* V_CHR */
-	char path[PATH_MAX];		/* V_PASS: the staged file; V_LINK: the target */
+	char path[PATH_MAX];		/* V_PASS: the staged file; V_LINK: the target;
+					 * A_VF_GUID: the PF's file it rewrites */
 };
 
 /* path is relative to the mount point, no leading '/' ("" = the root). */

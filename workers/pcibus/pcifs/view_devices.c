@@ -182,6 +182,10 @@ static int resolve_ib(const struct view *v, int fn, const char *rest, struct vie
 	}
 	if ((r = view_ib_vf_path(v, fn, rest, path, sizeof(path), &dev)) < 0)
 		return r;
+	if (!dev && view_ib_vf_guid_file(rest) && (r = pass(path, n, true)) == 0) {
+		attr(n, 0444, A_VF_GUID);	/* n->path: the PF's file */
+		return 0;
+	}
 	if (!dev)
 		return pass(path, n, false);
 	if (strstr(rest, "/ibdev"))
@@ -368,6 +372,8 @@ ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *bu
 		return view_ib_vf_ibdev(v, n->fn, buf, len);
 	case A_PROC_DEVICES:
 		return view_proc_devices(v, buf, len);
+	case A_VF_GUID:
+		return view_ib_vf_guid(v, n, buf, len);
 	default:
 		return -EACCES;	/* write-only */
 	}

@@ -260,6 +260,73 @@ static int first_name(const struct view *v, int fn, const char *cls, const char 
 	return 1;
 }
 
+/* ---- VF GUIDs --------------------------------------------------------------
+ * A real mlx5 VF in InfiniBand mode has no GUID of its own until one is
+ * assigned (ip link set <pf> vf <i> node_guid|port_guid, what the SR-IOV
+ * network operator and ib-sriov-cni do; a fresh VF reads zero).  Mokka
+ * assigns the ones such a script would, unique on the fabric and stable:
+ * the PF's GUID with its fourth byte (the last of guid_prefix's eight
+ * digits, 03 by default) replaced by 0x80 | the VF's index; the port GUID
+ * is the node GUID | 1 as for the PFs (IB.md 1.3).  sys_image_guid stays
+ * the PF's (one adapter), and so does the LID (no SM vport
+ * virtualization: a VF shares its PF's port). */
+uint64_t view_ib_vf_guid_of(uint64_t pf_guid, int vf)
+{
+	return (pf_guid & ~(0xffull << 32)) | (uint64_t)(0x80 | (vf & 0x7f)) << 32;
+}
+
+bool view_ib_vf_guid_file(const char *rest)
+{
+	const char *s = strchr(rest, '/');
+	int port, idx;
+	char tail[8];
+
+	if (strncmp(rest, "infiniband/", 11) || !s || !(s = strchr(s + 1, '/')))
+		return false;
+	return !strcmp(s, "/node_guid") ||
+	       sscanf(s, "/ports/%d/gids/%d%7s", &port, &idx, tail) == 2;
+}
+
+/* The last 16 hex digits of "xxxx:xxxx:..." (a GUID, or a GID's GUID half). */
+static int guid_tail(const char *s, size_t n, uint64_t *g, size_t *at)
+{
+	int digits = 0;
+
+	*g = 0;
+	for (size_t i = n; i-- > 0 && digits < 16;) {
+		int c = s[i];
+
+		if (c == ':' || c == '\n')
+			continue;
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -EINVAL;
+		*g |= (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10) << (4 * digits++);
+		*at = i;
+	}
+	return digits == 16 ? 0 : -EINVAL;
+}
+
+ssize_t view_ib_vf_guid(const struct view *v, const struct view_node *n, char *buf, size_t len)
+{
+	const struct pcifs_fn *f = &v->m->fns[n->fn];
+	uint64_t g;
+	size_t at = 0;
+	ssize_t k;
+	FILE *fp;
+
+	if (f->pf < 0 || !(fp = fopen(n->path, "re")))
+		return -ENOENT;
+	k = (ssize_t)fread(buf, 1, len - 1, fp);
+	fclose(fp);
+	buf[k] = '\0';
+	if (guid_tail(buf, (size_t)k, &g, &at) < 0 || g == 0)
+		return k;	/* no GUID there (an unset GID): as is */
+	g = view_ib_vf_guid_of(g, n->fn - v->m->fns[f->pf].vf0);
+	snprintf(buf + at, len - at, "%04x:%04x:%04x:%04x\n", (unsigned)(g >> 48),
+		 (unsigned)(g >> 32) & 0xffff, (unsigned)(g >> 16) & 0xffff, (unsigned)g & 0xffff);
+	return (ssize_t)strlen(buf);
+}
+
 int view_ib_vf_ibdev(const struct view *v, int fn, char *out, size_t len)
 {
 	char name[64] = "";
