@@ -186,6 +186,9 @@ if nri_on:
           "containerd's NRI socket directory %s is mounted at %s%s" % (nri_dir, host_root, nri_dir))
     check(lock == "" or any(lock.startswith(w.rstrip("/") + "/") for w in writable),
           "the staging lock %s lies under a writable mount" % lock)
+    check(env.get("NVML_MOCK_EXCLUDED_NAMESPACES", {}).get("valueFrom", {}).get("fieldRef", {})
+          .get("fieldPath") == "metadata.namespace",
+          "mokka-nri leaves the node pod's own namespace alone (NVML_MOCK_EXCLUDED_NAMESPACES)")
 
 # ConfigMaps: --config and --topology are files in directory mounts.
 gen = {g["name"]: g for g in kust.get("configMapGenerator", [])}
@@ -244,8 +247,10 @@ for f in "${FLAGS[@]}"; do
 	grep -q -- "--$f\b" "$T/help.txt" || fail "--$f is not a mokka-supervisor option"
 done
 check "all ${#FLAGS[@]} flags are mokka-supervisor options" true
+# mokka-nri inherits the supervisor's environment and reads its own names
 for e in "${ENVS[@]}"; do
-	grep -aqx "$e" <(strings "$B/mokka-supervisor") || fail "env $e is not read by mokka-supervisor"
+	grep -aqx "$e" <(strings "$B/mokka-supervisor" "$B/mokka-nri") ||
+		fail "env $e is read by neither mokka-supervisor nor mokka-nri"
 done
 
 # ---- run the supervisor with the manifest's args -----------------------------
