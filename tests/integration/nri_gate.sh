@@ -32,7 +32,10 @@ wait_for 5 grep -q "$ROOT/var/run/nri/nri.sock: No such file" "$T/sup.log"
 sleep 1.5	# a retry or two later
 check "mokka-nri waits for containerd's socket under the root, saying so once" \
 	[ "$(grep -c "$ROOT/var/run/nri/nri.sock: No such file" "$T/sup.log")" -eq 1 ]
-stop_supervisor
+# Killed, not stopped: the lock stays behind, listing the directories made
+# for it; the next supervisor adopts them and removes them at its exit.
+kill -KILL "$SUP_PID"; wait "$SUP_PID" 2>/dev/null; SUP_PID=
+check "a killed supervisor's lock lists the directories made for it" grep -qx "$ROOT/run/nvml-mock" "$LOCK"
 
 # A second pass held open: cri's publish waits MOKKA_TEST_CRI_STAGE_DELAY_MS.
 export MOKKA_TEST_CRI_STAGE_DELAY_MS=3000
@@ -50,7 +53,7 @@ check "after it: /stagedz 200, generation 2" \
 	wait_for 10 sh -c "[ \"\$(curl -s http://127.0.0.1:$PORT/stagedz)\" = 'staged: generation 2' ]"
 check "after it: the lock is free" wait_for 5 flock -s -n "$LOCK" true
 stop_supervisor
-check "at exit the lock and its directories went" test ! -e "$ROOT/run/nvml-mock"
+check "at exit the lock and its directories went (those of the killed one too)" test ! -e "$ROOT/run/nvml-mock"
 unset MOKKA_TEST_CRI_STAGE_DELAY_MS
 
 rm -f "$LOCK"
