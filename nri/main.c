@@ -1,8 +1,10 @@
 /* mokka-nri: connect to containerd's NRI socket, register, and serve the
- * plugin side of the protocol (see nri.h).  A lost connection (containerd
- * restarts once per node pod) is redialled every second. */
+ * plugin side of the protocol (see nri.h).  The supervisor runs it as the
+ * cri simulator's daemon (NRI is on by default, workers/cri/nri_daemon.c);
+ * it also runs alone.  A missing socket (containerd without NRI, or not
+ * up yet) and a lost connection (containerd restarts once per node pod)
+ * are redialled every second, the cause logged once. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,10 +283,11 @@ int main(int argc, char **argv)
 			last = fd;
 		} else {
 			last = 0;
-			log_info("nri: connected to %s", o.socket);
+			log_info("nri: connected to %s%s", o.cf.host_root, o.socket);
 			r = session(fd);
 			close(fd);
-			log_warn("nri: connection to %s ended: %s", o.socket, strerror(-r));
+			log_warn("nri: connection to %s%s ended: %s", o.cf.host_root, o.socket,
+				 strerror(-r));
 		}
 		if (o.once)
 			return 1;
