@@ -122,6 +122,11 @@ struct ctl_docfile {
 	char lock[PATH_MAX + 16];
 	char xids[PATH_MAX + 16];	/* the Xid journal beside it */
 	int lock_fd;
+	/* The host root path is under (NULL: a path the operator named):
+	 * their directory is resolved beneath it, never through a link, and
+	 * every file in it is opened, made and replaced through dir_fd. */
+	const char *root;
+	int dir_fd;
 };
 /* The lock (OVR_LOCK_NAME, made 0600; refused when anyone else could open
  * it), waited for at most CTL_LOCK_WAIT_MS, then -ETIMEDOUT naming the
@@ -134,7 +139,9 @@ int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err
 /* Replace the document by rename (temp file beside it, 0644, fsync). */
 int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
 		    size_t errlen);
-int ctl_file_replace(const char *path, const char *text, size_t len, char *err, size_t errlen);
+/* Replace path (f->path or f->xids) the same way; a link there is refused. */
+int ctl_file_replace(const struct ctl_docfile *f, const char *path, const char *text, size_t len,
+		     char *err, size_t errlen);
 /* The Xid journal's bytes (NULL/0 when missing). */
 int ctl_xids_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err,
 		  size_t errlen);

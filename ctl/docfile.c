@@ -2,10 +2,14 @@
  * (ovr_lock_path: the protocol every writer shares, NVML.md §5; ours is
  * mode 0600 and waited for a bounded time), read, the candidate's
  * validation, and replace by rename so a reader never sees a torn file;
- * the same replace for the Xid journal. */
+ * the same replace for the Xid journal.  All three files are reached
+ * through one fd of their directory, resolved beneath the host root
+ * without following a link (fileio/beneath.h) when the path is the on-host
+ * layout; a link at any of them is refused, never written through. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "fileio/beneath.h"
 #include "fileio/fileio.h"
 
 /* Who holds the lock, from /proc/locks ("1: FLOCK ADVISORY WRITE PID
@@ -55,24 +60,94 @@ static int lock_safe(struct ctl_docfile *f, const struct stat *st, char *err, si
 	return -EPERM;
 }
 
+static const char *leaf(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* "<path> is a symbolic link (to ...) ...: refusing" or strerror. */
+static void say_refused(const char *path, int r, char *err, size_t errlen)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (r != -ELOOP) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return;
+	}
+	n = readlink(path, target, sizeof(target) - 1);
+	target[n < 0 ? 0 : n] = '\0';
+	snprintf(err, errlen, "%s is a symbolic link (to %s) that Mokka did not make: refusing "
+		 "to follow it", path, target);
+}
+
+/* f->dir_fd: the files' directory, beneath f->root when set. */
+static int dir_open(struct ctl_docfile *f, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], why[PATH_MAX + 300];
+	size_t n = (size_t)(leaf(f->path) - f->path);
+	int rootfd;
+
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, f->path, n);
+	dir[n] = '\0';
+	if (!f->root) {
+		f->dir_fd = open(n ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (f->dir_fd < 0)
+			goto fail;
+		return 0;
+	}
+	if (strncmp(dir, f->root, strlen(f->root)) != 0)
+		return -EINVAL;
+	if ((rootfd = beneath_root(f->root)) < 0) {
+		errno = -rootfd;
+		goto fail;
+	}
+	f->dir_fd = beneath_open(rootfd, dir + strlen(f->root), O_PATH | O_DIRECTORY, 0);
+	if (f->dir_fd == -ELOOP || f->dir_fd == -EXDEV) {
+		beneath_explain(rootfd, f->root, dir + strlen(f->root), f->dir_fd, why, sizeof(why));
+		snprintf(err, errlen, "%s", why);
+		close(rootfd);
+		return f->dir_fd;
+	}
+	close(rootfd);
+	if (f->dir_fd >= 0)
+		return 0;
+	errno = -f->dir_fd;
+fail:
+	f->dir_fd = -1;
+	snprintf(err, errlen, "%s: %s%s", n ? dir : ".", strerror(errno),
+		 errno == ENOENT ? " (no driver root here: is the node staged? see "
+				   "--host-root/--mock-root)" : "");
+	return -errno;
+}
+
 static int lock_open(struct ctl_docfile *f, char *err, size_t errlen)
 {
+	const char *name = leaf(f->lock);
+	struct stat st;
 	int e;
 
+	if ((e = dir_open(f, err, errlen)) < 0)
+		return e;
 	/* Made 0600 whatever the umask; an existing one is checked, not fixed:
 	 * a chmod would not take the lock back from a descriptor already open. */
-	f->lock_fd = open(f->lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-			  OVR_LOCK_MODE);
+	f->lock_fd = openat(f->dir_fd, name,
+			    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+			    OVR_LOCK_MODE);
 	if (f->lock_fd >= 0 && fchmod(f->lock_fd, OVR_LOCK_MODE) == 0)
 		return 0;
 	if (f->lock_fd < 0 && errno == EEXIST)
-		f->lock_fd = open(f->lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+		f->lock_fd = openat(f->dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (f->lock_fd >= 0)
 		return 0;
 	e = errno;
-	snprintf(err, errlen, "%s: %s%s", f->lock, strerror(e),
-		 e == ENOENT ? " (no driver root here: is the node staged? see "
-			       "--host-root/--mock-root)" : "");
+	if (fstatat(f->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		e = ELOOP;
+	say_refused(f->lock, -e, err, errlen);
 	return -e;
 }
 
@@ -123,8 +198,7 @@ int ctl_doc_lock(struct ctl_docfile *f, const char *path, bool exclusive, char *
 	}
 	return 0;
 fail:
-	close(f->lock_fd);
-	f->lock_fd = -1;
+	ctl_doc_unlock(f);
 	return r;
 }
 
@@ -133,6 +207,35 @@ void ctl_doc_unlock(struct ctl_docfile *f)
 	if (f->lock_fd >= 0)
 		close(f->lock_fd);	/* releases the flock */
 	f->lock_fd = -1;
+	if (f->dir_fd >= 0)
+		close(f->dir_fd);
+	f->dir_fd = -1;
+}
+
+/* Read name in the directory: never through a link (-ELOOP, said). */
+static int read_in_dir(const struct ctl_docfile *f, const char *path, size_t max, char **buf,
+		       size_t *len, char *err, size_t errlen)
+{
+	char fdpath[64];
+	struct stat st;
+	int fd = openat(f->dir_fd, leaf(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), r;
+
+	*buf = NULL;
+	*len = 0;
+	if (fd < 0) {
+		r = -errno;
+		if (fstatat(f->dir_fd, leaf(path), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			r = -ELOOP;
+		if (r != -ENOENT)
+			say_refused(path, r, err, errlen);
+		return r;
+	}
+	if ((r = beneath_fdpath(fd, NULL, fdpath, sizeof(fdpath))) == 0 &&
+	    (r = fileio_read(fdpath, max, buf, len, err, errlen)) < 0)
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+	close(fd);
+	return r;
 }
 
 int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct yl_node *doc,
@@ -167,72 +270,36 @@ int ctl_validate(const struct ctl_profile *p, const char *doc_name, const struct
 int ctl_doc_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err, size_t errlen)
 {
 	/* Writers replace the file by rename: what we read is one version. */
-	int r = fileio_read(f->path, YL_MAX_INPUT, buf, len, err, errlen);
+	int r = read_in_dir(f, f->path, YL_MAX_INPUT, buf, len, err, errlen);
 
 	return r == -ENOENT ? 0 : r;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int ctl_file_replace(const struct ctl_docfile *f, const char *path, const char *text, size_t len,
+		     char *err, size_t errlen)
 {
-	while (len) {
-		ssize_t r = write(fd, p, len);
+	/* 0644 whatever the umask: the engine runs as other users too.  The
+	 * temporary is "<name>.mokka-tmp.<pid>" beside it, fsync'd with its
+	 * directory, so the rename survives a crash. */
+	int r = beneath_replace(f->dir_fd, leaf(path), text, len, 0644, BENEATH_REPLACE_SYNC);
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-int ctl_file_replace(const char *path, const char *text, size_t len, char *err, size_t errlen)
-{
-	char buf[PATH_MAX], tmp[PATH_MAX + 32], *dir;
-	int fd, r, dfd;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	dir = dirname(buf);
-	snprintf(tmp, sizeof(tmp), "%s/.overrides-XXXXXX.tmp", dir);
-	fd = mkostemps(tmp, 4, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: create: %s", tmp, strerror(-r));
-		return r;
-	}
-	/* 0644 whatever the umask: the engine runs as other users too. */
-	if (fchmod(fd, 0644) < 0 || (r = write_all(fd, text, len)) < 0 || fsync(fd) < 0)
-		r = -errno;
-	else
-		r = 0;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
+	if (r == -ELOOP)
+		say_refused(path, r, err, errlen);
+	else if (r < 0)
 		snprintf(err, errlen, "%s: replace: %s", path, strerror(-r));
-		unlink(tmp);
-		return r;
-	}
-	/* The rename itself survives a crash once the directory is synced. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	return r;
 }
 
 int ctl_doc_replace(const struct ctl_docfile *f, const char *text, size_t len, char *err,
 		    size_t errlen)
 {
-	return ctl_file_replace(f->path, text, len, err, errlen);
+	return ctl_file_replace(f, f->path, text, len, err, errlen);
 }
 
 int ctl_xids_read(const struct ctl_docfile *f, char **buf, size_t *len, char *err,
 		  size_t errlen)
 {
-	int r = fileio_read(f->xids, (size_t)OVR_XIDS_KEEP * 64 + 4096, buf, len, err, errlen);
+	int r = read_in_dir(f, f->xids, (size_t)OVR_XIDS_KEEP * 64 + 4096, buf, len, err, errlen);
 
 	if (r == -ENOENT) {
 		*buf = NULL;

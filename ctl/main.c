@@ -255,11 +255,11 @@ static int replace(const struct ctl_docfile *f, struct ctl_call *call, const cha
 		return ctl_doc_replace(f, text, len, call->err, call->errlen);
 	if ((r = ovr_xids_append(xids, xids_len, &call->inject, &jtext, &jlen)) < 0)
 		return ctl_fail(call, r, "out of memory");
-	r = ctl_file_replace(f->xids, jtext, jlen, call->err, call->errlen);
+	r = ctl_file_replace(f, f->xids, jtext, jlen, call->err, call->errlen);
 	free(jtext);
 	if (r < 0 || (r = ctl_doc_replace(f, text, len, call->err, call->errlen)) == 0)
 		return r;
-	if (ctl_file_replace(f->xids, xids ? xids : "", xids_len, why, sizeof(why)) < 0)
+	if (ctl_file_replace(f, f->xids, xids ? xids : "", xids_len, why, sizeof(why)) < 0)
 		snprintf(call->err + strlen(call->err), call->errlen - strlen(call->err),
 			 "; and the Xid journal keeps the injection: %s", why);
 	return r;
@@ -268,7 +268,7 @@ static int replace(const struct ctl_docfile *f, struct ctl_call *call, const cha
 static int run(struct args *a)
 {
 	static struct ctl_profile prof;
-	struct ctl_docfile f = { .lock_fd = -1 };
+	struct ctl_docfile f = { .lock_fd = -1, .dir_fd = -1 };
 	struct ctl_call call = { .prof = &prof, .argc = a->argc, .argv = a->argv,
 				 .nopts = a->nopts, .now_us = now_us() };
 	char doc_path[PATH_MAX], conf[PATH_MAX], err[1024] = "", why[512];
@@ -281,6 +281,10 @@ static int run(struct args *a)
 	call.err = err;
 	call.errlen = sizeof(err);
 	paths(a, doc_path, sizeof(doc_path), conf, sizeof(conf));
+	/* The on-host layout lies beneath the host root: no link is followed
+	 * there (a path the operator named is taken as named). */
+	if (!a->overrides && (a->host_root || a->mock_root || !env("MOCK_NVML_OVERRIDES")))
+		f.root = a->host_root && strcmp(a->host_root, "/") ? a->host_root : "";
 	if ((r = ctl_profile_load(&prof, conf, err, sizeof(err))) < 0 ||
 	    (r = ctl_target_parse(&prof, a->gpu ? a->gpu : "all", &call.target, err,
 				  sizeof(err))) < 0 ||

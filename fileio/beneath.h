@@ -63,6 +63,28 @@ typedef int (*beneath_fn)(const struct beneath_entry *e, void *arg);
  * other errors are returned once the walk is done. */
 int beneath_walk(int rootfd, const char *rel, bool post, beneath_fn fn, void *arg);
 
+/* mkdir -p of rel: every missing directory made with mode, never through
+ * a link.  0, or -errno (-ELOOP: a component is a link; beneath_explain
+ * names it). */
+int beneath_mkdirs(int rootfd, const char *rel, mode_t mode);
+
+#define BENEATH_REPLACE_SYNC 1	/* fsync the file and its directory */
+#define BENEATH_REPLACE_LINK 2	/* a link at name is ours: replace it */
+
+/* Replace name in dirfd atomically: "<name>" BENEATH_TMP "<pid>" written
+ * with mode, then renamed over name.  A name that is a symbolic link is
+ * refused (-ELOOP) unless flags say it is ours; never written through. */
+int beneath_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		    int flags);
+
+/* unlinkat(parent, leaf, flags) of rel: absent (or its parent) is 0. */
+int beneath_unlink(int rootfd, const char *rel, int flags);
+
+/* "/proc/self/fd/<fd>[/<leaf>]": a path for the calls that take no fd
+ * (bind(2) of a socket, mount(2)); the kernel resolves it to fd's very
+ * directory, whatever links were planted since. */
+int beneath_fdpath(int fd, const char *leaf, char *buf, size_t len);
+
 /* Temporary files of atomic writes are "<leaf>" BENEATH_TMP "<pid>". */
 #define BENEATH_TMP ".mokka-tmp."
 

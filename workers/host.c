@@ -210,6 +210,7 @@ int host_mkdirs(struct host *h, const char *path, mode_t mode)
 struct leaf {
 	int root, dir;
 	const char *name;
+	bool foreign_link;	/* the leaf is a link no pass of ours made */
 	char phys[PATH_MAX];
 };
 
@@ -245,11 +246,22 @@ static int prepare_leaf(struct host *h, const char *path, struct leaf *l)
 	}
 	if ((l->dir = beneath_parent(l->root, l->phys, &l->name)) < 0)
 		return host_refused(h->root, l->root, l->phys, l->dir);
-	if (fstatat(l->dir, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	l->foreign_link = false;
+	if (fstatat(l->dir, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		l->foreign_link = S_ISLNK(st.st_mode) && !(h->prev && manifest_has(h->prev, path));
 		own_existing(h, path, 'f');
-	else
+	} else {
 		own(h, path, 'f');
+	}
 	return 0;
+}
+
+/* A file or node is never written at a leaf that is a link someone else
+ * planted: the write is refused and the log names the link (a link of
+ * ours, from an earlier pass, is replaced). */
+static int refuse_link_leaf(const struct host *h, const struct leaf *l)
+{
+	return l->foreign_link ? host_refused(h->root, l->root, l->phys, -ELOOP) : 0;
 }
 
 static int same_content(const struct leaf *l, const void *data, size_t len, mode_t mode)
@@ -308,8 +320,8 @@ int host_write(struct host *h, const char *path, const void *data, size_t len, m
 	char tmp[NAME_MAX + 1];
 	int fd = -1, r;
 
-	if ((r = prepare_leaf(h, path, &l)) < 0 || same_content(&l, data, len, mode) ||
-	    (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
+	if ((r = prepare_leaf(h, path, &l)) < 0 || (r = refuse_link_leaf(h, &l)) < 0 ||
+	    same_content(&l, data, len, mode) || (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
 		goto out;
 	unlinkat(l.dir, tmp, 0);
 	fd = openat(l.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -325,7 +337,8 @@ int host_write(struct host *h, const char *path, const void *data, size_t len, m
 		goto fail;
 	}
 	fd = -1;
-	/* A leaf that is a link is replaced, never followed. */
+	/* A link planted at the leaf since the check is replaced, never
+	 * followed. */
 	if (renameat(l.dir, tmp, l.dir, l.name) < 0) {
 		r = -errno;
 		goto fail;
@@ -400,7 +413,8 @@ int host_mknod_chr(struct host *h, const char *path, mode_t mode, unsigned major
 	dev_t dev = makedev(major, minor);
 	int r;
 
-	if ((r = prepare_leaf(h, path, &l)) < 0 || (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
+	if ((r = prepare_leaf(h, path, &l)) < 0 || (r = refuse_link_leaf(h, &l)) < 0 ||
+	    (r = tmp_name(&l, tmp, sizeof(tmp))) < 0)
 		goto out;
 	if (fstatat(l.dir, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) &&
 	    st.st_rdev == dev && (st.st_mode & 07777) == mode)
@@ -442,7 +456,7 @@ int host_create(struct host *h, const char *path, mode_t mode)
 	struct leaf l;
 	int fd, r;
 
-	if ((r = prepare_leaf(h, path, &l)) == 0) {
+	if ((r = prepare_leaf(h, path, &l)) == 0 && (r = refuse_link_leaf(h, &l)) == 0) {
 		fd = openat(l.dir, l.name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd >= 0) {
 			fchmod(fd, mode);	/* whatever the umask */

@@ -111,7 +111,7 @@ check "bad checksum: channels still staged" test -c "$C/channel0"
 check "bad checksum: healthy" is_code /healthz 200
 stop
 check "bad checksum: no temp file left in the cache" \
-	sh -c "! find '$ROOT$R/cache' -name '.archive.*' 2>/dev/null | grep -q ."
+	sh -c "! find '$ROOT$R/cache' \( -name '.archive.*' -o -name '*.mokka-tmp.*' \) 2>/dev/null | grep -q ."
 
 # ---- https without a proxy; no pin ----
 run --config "$GB" --feature-gates IMEXDownload=true \

@@ -8,7 +8,8 @@
 #      writes live (R/run, R/kernellog, R/fabric-state); A2 the live
 #      parents of surfaces (R/sys, R/ib/dev)
 #   B  Publish side: the surfaces themselves (R/driver/proc, R/ib/sys,
-#      R/sys/devices)
+#      R/sys/devices), a file's leaf (nvlink's R/topology/topology.yaml: a
+#      link to a file outside is refused, left as it is, never replaced)
 #   C  Apply (/run/nvidia) and teardown: after a good pass, published
 #      directories are moved out of the root and links left in their place
 . "$(dirname "$0")/../lib.sh"
@@ -24,13 +25,22 @@ LINKS=()
 
 listing() { find "$OUT" -printf '%P %y %m %s %T@ %l\n' | sort; }
 # plant HOSTPATH: HOSTPATH under the root becomes a link to a fresh
-# directory outside it (holding one file of its own).
+# directory outside it (holding one file of its own); plant_file: to a
+# file outside.
 plant() {
 	local d
 	d=$OUT/$(echo "$1" | tr / _)
 	mkdir -p "$d" "$(dirname "$ROOT$1")"
 	echo keep > "$d/keep"
 	ln -s "$d" "$ROOT$1" || die "cannot plant $1"
+	LINKS+=("$1")
+}
+plant_file() {
+	local f
+	f=$OUT/$(echo "$1" | tr / _)
+	mkdir -p "$(dirname "$ROOT$1")"
+	echo keep > "$f"
+	ln -s "$f" "$ROOT$1" || die "cannot plant $1"
 	LINKS+=("$1")
 }
 named() { grep -qF "$ROOT$1 is a symbolic link" "$T/sup.log"; }
@@ -83,10 +93,12 @@ clear_root
 plant "$R/driver/proc"
 plant "$R/ib/sys"
 plant "$R/sys/devices"
+plant_file "$R/topology/topology.yaml"
 listing > "$T/out-before"
 start
 wait_for 60 all_named || true
 for l in "${LINKS[@]}"; do check "B: the log names $l" named "$l"; done
+check "B: a link at a file's leaf is left, not replaced" test -L "$ROOT$R/topology/topology.yaml"
 check "B: no Apply after the refused pass" sh -c "! grep -q 'generation 1: apply' '$T/sup.log'"
 finish B
 

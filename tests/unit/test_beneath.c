@@ -101,15 +101,28 @@ Test(beneath, writes_refuse_links_at_every_level)
 	}
 }
 
-/* A leaf that is a link is replaced, never written through. */
-Test(beneath, leaf_link_replaced_not_followed)
+/* A leaf that is a link someone planted: the write is refused (-ELOOP),
+ * the link and its target left as they are; a link an earlier pass made
+ * (in the previous manifest) is replaced. */
+Test(beneath, leaf_link_refused_not_followed)
 {
 	char target[400];
+	struct manifest prev;
 
 	snprintf(target, sizeof(target), "%s/victim", out);
 	sh("echo keep > '%s' && mkdir -p '%s" R "' && ln -s '%s' '%s" R "/f'", target, root,
 	   target, root);
-	cr_assert_eq(host_write(&h, R "/f", "new", 3, 0644), 0);
+	cr_expect_eq(host_write(&h, R "/f", "new", 3, 0644), -ELOOP);
+	cr_expect_eq(host_mknod_chr(&h, R "/f", 0600, 1, 3), -ELOOP);
+	cr_expect_eq(host_create(&h, R "/f", 0644), -ELOOP);
+	sh("grep -qx keep '%s'", target);
+	sh("test -L '%s" R "/f'", root);
+	manifest_init(&prev);
+	manifest_add(&prev, R "/f", 'f');
+	h.prev = &prev;
+	cr_expect_eq(host_write(&h, R "/f", "new", 3, 0644), 0);
+	h.prev = NULL;
+	manifest_free(&prev);
 	sh("grep -qx keep '%s'", target);
 	sh("test ! -L '%s" R "/f' && grep -qx new '%s" R "/f'", root, root);
 }

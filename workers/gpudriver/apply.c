@@ -4,11 +4,16 @@
  * permitted, else a symlink to it with a warning.  Revoke unmounts (lazily
  * when busy); the manifest then removes the mount point or the link.
  *
- * Paths: the mount joins the host root to both sides (this process sees
- * the host through it); the symlink's target is the host path, since the
- * host resolves it. */
+ * Paths: both sides are resolved beneath the host root (this process sees
+ * the host through it) without following a link (fileio/beneath.h), and
+ * mount(2) is given their fds' /proc paths, so a link planted at
+ * /run/nvidia/driver or above it is refused and named, never mounted
+ * over or through; the symlink's target is the host path, since the host
+ * resolves it. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "workers/gpudriver/gpudriver.h"
 #include "workers/gpudriver/mig.h"
@@ -35,50 +41,83 @@ static bool refusal(int err)
 	return false;
 }
 
+/* The mount point (leaf in parent) and the driver root (src), all beneath
+ * the host root. */
+struct where {
+	int root, parent, src;	/* O_PATH fds, -1 = not open */
+	const char *leaf;	/* the mount point's name in parent */
+	char target[512];	/* host path of the driver root (symlink target) */
+};
+
+static void where_close(struct where *w)
+{
+	if (w->src >= 0)
+		close(w->src);
+	if (w->parent >= 0)
+		close(w->parent);
+	if (w->root >= 0)
+		close(w->root);
+	w->root = w->parent = w->src = -1;
+}
+
+/* The root and the driver root; 0, or -errno (a link named in the log). */
+static int locate(struct host *h, const char *mock_root, struct where *w)
+{
+	char phys[PATH_MAX];
+	int r;
+
+	w->root = w->parent = w->src = -1;
+	w->leaf = NULL;
+	if ((size_t)snprintf(w->target, sizeof(w->target), "%s%s", mock_root, GD_DRIVER) >=
+	    sizeof(w->target))
+		return -ENAMETOOLONG;
+	if ((r = host_phys(h, w->target, phys, sizeof(phys))) < 0)
+		return r;
+	if ((w->root = beneath_root(h->root)) < 0)
+		return w->root;
+	if ((w->src = beneath_open(w->root, phys, O_PATH | O_DIRECTORY, 0)) < 0)
+		return host_refused(h->root, w->root, phys, w->src);
+	return 0;
+}
+
+/* The mount point's parent (/run/nvidia, made by the caller). */
+static int open_parent(struct host *h, struct where *w)
+{
+	if ((w->parent = beneath_parent(w->root, GD_RUN_DRIVER, &w->leaf)) < 0)
+		return host_refused(h->root, w->root, GD_RUN_DRIVER, w->parent);
+	return 0;
+}
+
 /* The mount point shows the driver root itself: our bind mount is there. */
-static bool is_bind_of(const char *mp, const char *src)
+static bool is_bind_of(const struct where *w)
 {
 	struct stat a, b;
 
-	return stat(mp, &a) == 0 && stat(src, &b) == 0 && S_ISDIR(a.st_mode) &&
-	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return fstatat(w->parent, w->leaf, &a, AT_SYMLINK_NOFOLLOW) == 0 && fstat(w->src, &b) == 0 &&
+	       S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* Empty, and no other filesystem mounted there (a mount point on a
  * different device than its parent). */
-static bool usable_dir(const char *path)
+static bool usable_dir(const struct where *w)
 {
-	char parent[8192];
+	int fd = openat(w->parent, w->leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat a, b;
 	struct dirent *e;
 	DIR *d;
 	int n = 0;
 
-	snprintf(parent, sizeof(parent), "%s/..", path);
-	if (stat(path, &a) < 0 || stat(parent, &b) < 0 || a.st_dev != b.st_dev)
+	if (fd < 0)
 		return false;
-	if (!(d = opendir(path)))
+	if (fstat(fd, &a) < 0 || fstat(w->parent, &b) < 0 || a.st_dev != b.st_dev ||
+	    !(d = fdopendir(fd))) {
+		close(fd);
 		return false;
+	}
 	while ((e = readdir(d)))
 		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
 	closedir(d);
 	return n == 0;
-}
-
-struct where {
-	char mp[8192];		/* root-joined mount point */
-	char src[8192];		/* root-joined driver root */
-	char target[512];	/* host path of the driver root (symlink target) */
-};
-
-static int locate(struct host *h, const char *mock_root, struct where *w)
-{
-	int r;
-
-	snprintf(w->target, sizeof(w->target), "%s%s", mock_root, GD_DRIVER);
-	if ((r = host_path(h, GD_RUN_DRIVER, w->mp, sizeof(w->mp))) < 0)
-		return r;
-	return host_path(h, w->target, w->src, sizeof(w->src));
 }
 
 static void own_dir(struct host *h, bool created)
@@ -91,15 +130,15 @@ static int apply_symlink(struct sim_ctx *ctx, const struct where *w, const char 
 			 struct sim_errors *errs)
 {
 	char cur[4096];
-	ssize_t n = readlink(w->mp, cur, sizeof(cur) - 1);
+	ssize_t n = readlinkat(w->parent, w->leaf, cur, sizeof(cur) - 1);
 	bool had = n > 0 && (size_t)n == strlen(w->target) && memcmp(cur, w->target, (size_t)n) == 0;
 	struct stat st;
 	int r;
 
 	/* Our empty mount point from a pass that could mount gives way. */
-	if (lstat(w->mp, &st) == 0 && S_ISDIR(st.st_mode) && ctx->host.prev &&
-	    manifest_has(ctx->host.prev, GD_RUN_DRIVER))
-		rmdir(w->mp);
+	if (fstatat(w->parent, w->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	    ctx->host.prev && manifest_has(ctx->host.prev, GD_RUN_DRIVER))
+		unlinkat(w->parent, w->leaf, AT_REMOVEDIR);
 	if ((r = host_symlink(&ctx->host, w->target, GD_RUN_DRIVER)) < 0)
 		sim_error(errs, GD_RUN_DRIVER, "bind mount not permitted (%s), and symlink -> %s "
 			  "failed: %s", why, w->target, strerror(-r));
@@ -129,71 +168,84 @@ static int prepare_mountpoint(struct sim_ctx *ctx, const struct where *w, bool *
 	ssize_t n;
 
 	*created = false;
-	if (lstat(w->mp, &st) < 0) {
+	if (fstatat(w->parent, w->leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT)
 			return fail_errno(errs, "lstat");
 	} else if (S_ISLNK(st.st_mode)) {
-		n = readlink(w->mp, link, sizeof(link) - 1);
+		n = readlinkat(w->parent, w->leaf, link, sizeof(link) - 1);
 		link[n > 0 ? n : 0] = '\0';
 		if (!ours && strcmp(link, w->target) != 0) {
-			sim_error(errs, GD_RUN_DRIVER, "is a symlink to %s, not ours; leaving it", link);
-			return -EEXIST;
+			sim_error(errs, GD_RUN_DRIVER, "%s%s is a symbolic link (to %s) that Mokka "
+				  "did not make: refusing to mount over or through it",
+				  ctx->host.root, GD_RUN_DRIVER, link);
+			return -ELOOP;
 		}
-		if (unlink(w->mp) < 0)
+		if (unlinkat(w->parent, w->leaf, 0) < 0)
 			return fail_errno(errs, "unlink our symlink");
 	} else if (!S_ISDIR(st.st_mode)) {
 		sim_error(errs, GD_RUN_DRIVER, "exists and is not a directory; leaving it");
 		return -EEXIST;
-	} else if (!usable_dir(w->mp)) {
+	} else if (!usable_dir(w)) {
 		sim_error(errs, GD_RUN_DRIVER, "is a directory that is not empty or has something "
 			  "else mounted on it; leaving it");
 		return -EEXIST;
 	} else {
 		return 0;
 	}
-	if (mkdir(w->mp, 0755) < 0)
+	if (mkdirat(w->parent, w->leaf, 0755) < 0)
 		return fail_errno(errs, "mkdir");
 	*created = true;
 	return 0;
 }
 
-int gd_apply(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+/* mount(2) takes paths: both fds' own, through /proc, so nothing planted
+ * since they were resolved is followed. */
+static int bind_mount(const struct where *w)
 {
-	struct where w;
-	struct stat st;
+	char src[64], dst[64];
+	int fd = openat(w->parent, w->leaf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (beneath_fdpath(w->src, NULL, src, sizeof(src)) < 0 ||
+	    beneath_fdpath(fd, NULL, dst, sizeof(dst)) < 0)
+		r = -ENAMETOOLONG;
+	else if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int apply_at(struct sim_ctx *ctx, struct where *w, struct sim_errors *errs)
+{
 	bool created;
 	int r;
 
-	if ((r = locate(&ctx->host, s->mock_root, &w)) < 0) {
-		sim_error(errs, GD_RUN_DRIVER, "path too long under host root %s", ctx->host.root);
-		return r;
-	}
-	if (stat(w.src, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		sim_error(errs, GD_RUN_DRIVER, "driver root %s is not staged", w.target);
-		return -ENOENT;
-	}
 	if ((r = host_mkdirs(&ctx->host, "/run/nvidia", 0755)) < 0) {
 		sim_error(errs, "/run/nvidia", "mkdir: %s", strerror(-r));
 		return r;
 	}
-	if (is_bind_of(w.mp, w.src)) {
+	if ((r = open_parent(&ctx->host, w)) < 0) {
+		sim_error(errs, GD_RUN_DRIVER, "%s", strerror(-r));
+		return r;
+	}
+	if (is_bind_of(w)) {
 		own_dir(&ctx->host, false);
 		return 0;
 	}
 	if (mount_refused)
-		return apply_symlink(ctx, &w, "refused before", errs);
-	if ((r = prepare_mountpoint(ctx, &w, &created, errs)) < 0)
+		return apply_symlink(ctx, w, "refused before", errs);
+	if ((r = prepare_mountpoint(ctx, w, &created, errs)) < 0)
 		return r;
-	if (mount(w.src, w.mp, NULL, MS_BIND | MS_REC, NULL) == 0) {
+	if ((r = -bind_mount(w)) == 0) {
 		own_dir(&ctx->host, created);
-		log_info("gpudriver: bind-mounted %s at %s", w.target, GD_RUN_DRIVER);
+		log_info("gpudriver: bind-mounted %s at %s", w->target, GD_RUN_DRIVER);
 		return 0;
 	}
-	r = errno;
 	if (!refusal(r)) {
 		if (created)
-			rmdir(w.mp);
-		sim_error(errs, GD_RUN_DRIVER, "bind mount of %s: %s", w.target, strerror(r));
+			unlinkat(w->parent, w->leaf, AT_REMOVEDIR);
+		sim_error(errs, GD_RUN_DRIVER, "bind mount of %s: %s", w->target, strerror(r));
 		return -r;
 	}
 	mount_refused = true;
@@ -202,28 +254,55 @@ int gd_apply(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs
 			  "there is not ours to replace with a symlink", strerror(r));
 		return -r;
 	}
-	rmdir(w.mp);
-	return apply_symlink(ctx, &w, strerror(r), errs);
+	unlinkat(w->parent, w->leaf, AT_REMOVEDIR);
+	return apply_symlink(ctx, w, strerror(r), errs);
+}
+
+int gd_apply(struct sim_ctx *ctx, const struct state *s, struct sim_errors *errs)
+{
+	struct where w;
+	int r;
+
+	if ((r = locate(&ctx->host, s->mock_root, &w)) < 0) {
+		if (r == -ENOENT || r == -ENOTDIR)
+			sim_error(errs, GD_RUN_DRIVER, "driver root %s is not staged", w.target);
+		else
+			sim_error(errs, GD_RUN_DRIVER, "driver root %s under host root %s: %s",
+				  w.target, ctx->host.root, strerror(-r));
+		where_close(&w);
+		return r;
+	}
+	r = apply_at(ctx, &w, errs);
+	where_close(&w);
+	return r;
 }
 
 int gd_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 {
+	char mp[64 + NAME_MAX];
 	struct where w;
 	int r;
 
 	if ((r = gd_mig_revoke(ctx)) < 0)
 		sim_error(errs, GD_MIG_CDI_SPEC, "unlink: %s", strerror(-r));
-	if ((r = locate(&ctx->host, ctx->host.mock_root, &w)) < 0)
-		return r;
-	/* Stacked binds (an Apply racing a restart) come off one by one. */
-	for (int i = 0; i < 8 && is_bind_of(w.mp, w.src); i++) {
-		if (umount2(w.mp, 0) == 0)
+	r = 0;
+	/* No driver root or no /run/nvidia: nothing of ours is mounted. */
+	if (locate(&ctx->host, ctx->host.mock_root, &w) < 0 || open_parent(&ctx->host, &w) < 0 ||
+	    beneath_fdpath(w.parent, w.leaf, mp, sizeof(mp)) < 0) {
+		where_close(&w);
+		return 0;
+	}
+	/* Stacked binds (an Apply racing a restart) come off one by one; the
+	 * path is the parent's fd, and a link at the leaf is not followed. */
+	for (int i = 0; i < 8 && r == 0 && is_bind_of(&w); i++) {
+		if (umount2(mp, UMOUNT_NOFOLLOW) == 0)
 			continue;
-		if (errno == EBUSY && umount2(w.mp, MNT_DETACH) == 0) {
+		if (errno == EBUSY && umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
 			log_warn("gpudriver: %s busy; detached lazily", GD_RUN_DRIVER);
 			continue;
 		}
-		return fail_errno(errs, "umount");
+		r = fail_errno(errs, "umount");
 	}
-	return 0;
+	where_close(&w);
+	return r;
 }

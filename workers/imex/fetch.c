@@ -9,7 +9,10 @@
  * The fetcher is a child of the worker (it dies with it): GET the URL
  * (http.c), compare the archive's sha256 with the pin, write it into the
  * cache by temp file + rename, then SIGHUP the supervisor (its "re-run the
- * pass" signal) so the next pass stages it.  A failure (network, status,
+ * pass" signal) so the next pass stages it.  Every cache path is resolved
+ * beneath the host root (fileio/beneath.h): a link planted in it is
+ * refused and named, never followed; a killed fetcher's temporary file is
+ * swept by the next Stage.  A failure (network, status,
  * a wrong checksum) is logged and retried, 5 s doubling to 5 min.  The
  * cache is not part of any generation: it outlives the node pod, as a
  * node cache should, and Discard leaves it. */
@@ -26,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "workers/imex/http.h"
@@ -41,77 +45,79 @@ static struct {
 	char key[1200];			/* url + sha it was started for */
 } fetch;
 
-/* Host path of the cache directory and file (under the host root). */
-static int cache_paths(const struct sim_ctx *ctx, const struct state *s, char *dir, size_t dlen,
-		       char *file, size_t flen)
+/* The cache: the host root, the directory as a host path (rel), the file
+ * root-joined (what Stage reads and the log names). */
+struct cache {
+	const char *root;
+	char rel[1024];
+	char file[4200];
+};
+
+static int cache_paths(const struct sim_ctx *ctx, const struct state *s, struct cache *c)
 {
-	if ((size_t)snprintf(dir, dlen, "%s%s/cache/imex/%s/%s", ctx->host.root, s->mock_root,
-			     s->imex.download_version, s->imex.download_arch) >= dlen ||
-	    (size_t)snprintf(file, flen, "%s/" CACHE_NAME, dir) >= flen)
+	c->root = ctx->host.root;
+	if ((size_t)snprintf(c->rel, sizeof(c->rel), "%s/cache/imex/%s/%s", s->mock_root,
+			     s->imex.download_version, s->imex.download_arch) >= sizeof(c->rel) ||
+	    (size_t)snprintf(c->file, sizeof(c->file), "%s%s/" CACHE_NAME, c->root, c->rel) >=
+		    sizeof(c->file))
 		return -ENAMETOOLONG;
 	return 0;
 }
 
-static int mkdirs(const char *dir)
+/* The cache directory beneath the root (made when mkdir): an O_PATH fd,
+ * or -errno with a link named in the log. */
+static int cache_dir(const struct cache *c, bool mkdir)
 {
-	char p[4096];
+	int rootfd = beneath_root(c->root), fd;
 
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	if (rootfd < 0)
+		return rootfd;
+	fd = mkdir ? beneath_mkdirs(rootfd, c->rel, 0755) : 0;
+	if (fd == 0)
+		fd = beneath_open(rootfd, c->rel, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		host_refused(c->root, rootfd, c->rel, fd);
+	close(rootfd);
+	return fd;
 }
 
-/* Does the file's sha256 equal the pin? */
-static bool verified(const char *file, const char *want)
+/* Does the cached file's sha256 equal the pin?  Read through its
+ * directory's fd, never through a link. */
+static bool verified(int dfd, const char *want)
 {
-	char *buf;
+	char path[64], got[65], *buf;
 	size_t len;
-	char got[65];
+	int fd = openat(dfd, CACHE_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), r;
 
-	if (fileio_read_flags(file, O_NOFOLLOW, IMEX_MAX_ARCHIVE, &buf, &len, NULL, 0) < 0)
+	if (fd < 0)
+		return false;
+	r = beneath_fdpath(fd, NULL, path, sizeof(path));
+	if (r == 0)
+		r = fileio_read(path, IMEX_MAX_ARCHIVE, &buf, &len, NULL, 0);
+	close(fd);
+	if (r < 0)
 		return false;
 	sha256_hex(buf, len, got);
 	free(buf);
 	return strcmp(got, want) == 0;
 }
 
-static int store(const char *dir, const char *file, const unsigned char *data, size_t len)
+static int store(const struct cache *c, const unsigned char *data, size_t len)
 {
-	char tmp[4200];
-	int fd, r = 0;
+	int dfd = cache_dir(c, true), r;
 
-	if ((r = mkdirs(dir)) < 0)
-		return r;
-	snprintf(tmp, sizeof(tmp), "%s/.archive.%d.tmp", dir, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	for (size_t off = 0; off < len && r == 0;) {
-		ssize_t n = write(fd, data + off, len - off);
-		if (n < 0 && errno != EINTR)
-			r = -errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r == 0 && rename(tmp, file) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
+	if (dfd < 0)
+		return dfd;
+	r = beneath_replace(dfd, CACHE_NAME, data, len, 0644, BENEATH_REPLACE_SYNC);
+	if (r == -ELOOP)
+		log_error("imex: IMEXDownload: %s is a symbolic link that Mokka did not make: "
+			  "refusing to replace it", c->file);
+	close(dfd);
 	return r;
 }
 
 /* One try: 0 when the verified archive is cached. */
-static int fetch_once(const struct state *s, const char *dir, const char *file)
+static int fetch_once(const struct state *s, const struct cache *c)
 {
 	unsigned char *data = NULL;
 	size_t len = 0;
@@ -131,12 +137,12 @@ static int fetch_once(const struct state *s, const char *dir, const char *file)
 		free(data);
 		return -EPERM;
 	}
-	r = store(dir, file, data, len);
+	r = store(c, data, len);
 	free(data);
 	if (r < 0)
-		log_error("imex: IMEXDownload: %s: %s", file, strerror(-r));
+		log_error("imex: IMEXDownload: %s: %s", c->file, strerror(-r));
 	else
-		log_info("imex: IMEXDownload: cached %s (%zu bytes, sha256 verified)", file, len);
+		log_info("imex: IMEXDownload: cached %s (%zu bytes, sha256 verified)", c->file, len);
 	return r;
 }
 
@@ -166,7 +172,7 @@ static void backoff_test_override(long *ms)
 		*ms = atol(v);
 }
 
-static void fetcher(const struct state *s, const char *dir, const char *file, pid_t sup)
+static void fetcher(const struct state *s, const struct cache *c, pid_t sup)
 {
 	long ms = BACKOFF_FIRST_MS;
 
@@ -174,7 +180,7 @@ static void fetcher(const struct state *s, const char *dir, const char *file, pi
 	for (;;) {
 		struct timespec ts;
 
-		if (fetch_once(s, dir, file) == 0) {
+		if (fetch_once(s, c) == 0) {
 			ask_for_pass(sup);
 			_exit(0);
 		}
@@ -197,12 +203,12 @@ static void reap(const char *key)
 		fetch.pid = 0;
 }
 
-static void start(const struct state *s, const char *dir, const char *file, const char *key)
+static void start(const struct state *s, const struct cache *c, const char *key)
 {
 	pid_t sup = getppid(), pid;
 
 	log_info("imex: IMEXDownload: %s not cached: fetching %s in the background; no IMEX "
-		 "userspace until it is verified", file, s->imex.download_url);
+		 "userspace until it is verified", c->file, s->imex.download_url);
 	if ((pid = fork()) < 0) {
 		log_error("imex: IMEXDownload: fork: %s", strerror(errno));
 		return;
@@ -212,7 +218,7 @@ static void start(const struct state *s, const char *dir, const char *file, cons
 		close_range(3, ~0u, 0);	/* not the worker's IPC socket */
 		if (getppid() == 1)
 			_exit(0);
-		fetcher(s, dir, file, sup);
+		fetcher(s, c, sup);
 	}
 	fetch.pid = pid;
 	snprintf(fetch.key, sizeof(fetch.key), "%s", key);
@@ -220,23 +226,39 @@ static void start(const struct state *s, const char *dir, const char *file, cons
 
 int imex_fetch_cached(struct sim_ctx *ctx, const struct state *s, char *archive, size_t len)
 {
-	char dir[4096], file[4200], key[1200];
-	struct stat st;
+	static struct cache c;
+	char key[1200];
+	struct stat st = { 0 };
+	int dfd;
 
 	snprintf(key, sizeof(key), "%s %s", s->imex.download_url, s->imex.download_sha256);
 	reap(key);
-	if (cache_paths(ctx, s, dir, sizeof(dir), file, sizeof(file)) < 0 ||
-	    (size_t)snprintf(archive, len, "%s", file) >= len) {
+	if (cache_paths(ctx, s, &c) < 0 || (size_t)snprintf(archive, len, "%s", c.file) >= len) {
 		log_error("imex: IMEXDownload: cache path too long under %s", ctx->host.root);
 		return 0;
 	}
-	if (lstat(file, &st) == 0) {
-		if (S_ISREG(st.st_mode) && verified(file, s->imex.download_sha256))
-			return 1;
-		log_warn("imex: IMEXDownload: %s does not match the pinned sha256: removed", file);
-		unlink(file);
+	dfd = cache_dir(&c, false);
+	if (dfd == -ELOOP || dfd == -EXDEV)
+		return 0;	/* named in the log; a fetch could not store it either */
+	if (dfd >= 0) {
+		beneath_sweep_tmp(dfd);	/* a killed fetcher's temporary */
+		if (fstatat(dfd, CACHE_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+			log_error("imex: IMEXDownload: %s is a symbolic link that Mokka did not make: "
+				  "refusing to follow it", c.file);
+		} else if (fstatat(dfd, CACHE_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISREG(st.st_mode) && verified(dfd, s->imex.download_sha256)) {
+				close(dfd);
+				return 1;
+			}
+			log_warn("imex: IMEXDownload: %s does not match the pinned sha256: removed",
+				 c.file);
+			unlinkat(dfd, CACHE_NAME, 0);
+		}
+		close(dfd);
+		if (S_ISLNK(st.st_mode))
+			return 0;
 	}
 	if (fetch.pid == 0)
-		start(s, dir, file, key);
+		start(s, &c, key);
 	return 0;
 }

@@ -3,6 +3,7 @@
  * queues.  Data frames go to mockib_mad.c (UMAD) or mockib_netlink.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "workers/ib/mockib/mockib.h"
 #include "workers/ib/mockib/mockib_netlink.h"
@@ -33,21 +35,32 @@ static const char *kind_name(uint32_t k)
 										: "?";
 }
 
-static int mkdir_p(char *path)
+/* The socket's directory, made beneath the host root and never through a
+ * link (a link planted at any level, the leaf's included, is refused and
+ * named): an O_PATH fd of it, and the socket's name in it in *leaf. */
+static int sock_dir(const struct mockib *d, const char **leaf)
 {
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-			int e = errno;
+	char why[PATH_MAX + 300], dir[PATH_MAX];
+	const char *rel = d->ib->socket, *slash = strrchr(rel, '/');
+	int rootfd = beneath_root(d->host_root), fd = -EINVAL;
 
-			*p = '/';
-			return -e;
-		}
-		*p = '/';
+	if (rootfd < 0)
+		return rootfd;
+	if (slash && (size_t)(slash - rel) < sizeof(dir)) {
+		memcpy(dir, rel, (size_t)(slash - rel));
+		dir[slash - rel] = '\0';
+		fd = beneath_mkdirs(rootfd, dir, 0755);
 	}
-	return 0;
+	if (fd == 0)
+		fd = beneath_parent(rootfd, rel, leaf);
+	if (fd >= 0 && (**leaf == '\0' || strchr(*leaf, '/')))
+		close(fd), fd = -EINVAL;
+	if (fd < 0) {
+		beneath_explain(rootfd, d->host_root, rel, fd, why, sizeof(why));
+		log_error("socket directory: %s", why);
+	}
+	close(rootfd);
+	return fd;
 }
 
 int mib_session_ca(struct mib_session *s)
@@ -381,7 +394,9 @@ static int bind_private(int fd, const struct sockaddr_un *sa)
 int mib_listen_open(struct mockib *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	const char *leaf;
+	struct stat st;
+	int fd, dfd;
 
 	if ((size_t)snprintf(d->sock_path, sizeof(d->sock_path), "%s%s", d->host_root,
 			     d->ib->socket) >= sizeof(sa.sun_path) || !d->ib->socket[0]) {
@@ -389,12 +404,32 @@ int mib_listen_open(struct mockib *d)
 			  d->ib->socket, sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
-	memcpy(sa.sun_path, d->sock_path, strlen(d->sock_path) + 1);
-	if (mkdir_p(d->sock_path) < 0)
-		log_warn("%s: cannot create the parent directory: %s", d->sock_path,
-			 strerror(errno));
-	/* A stale socket of a previous run (kill -9) would make bind fail. */
-	if (unlink(d->sock_path) < 0 && errno != ENOENT)
+	if ((dfd = sock_dir(d, &leaf)) < 0)
+		return dfd;
+	/* bind(2) takes a path: the directory's own fd through /proc, so a
+	 * link planted since sock_dir is never followed. */
+	if (beneath_fdpath(dfd, leaf, sa.sun_path, sizeof(sa.sun_path)) < 0) {
+		log_error("%s: socket name too long", d->sock_path);
+		close(dfd);
+		return -ENAMETOOLONG;
+	}
+	/* A stale socket of a previous run (kill -9) would make bind fail;
+	 * a link or anything else there is not ours to remove. */
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISSOCK(st.st_mode)) {
+		char target[PATH_MAX] = "";
+		ssize_t n = readlinkat(dfd, leaf, target, sizeof(target) - 1);
+
+		target[n < 0 ? 0 : n] = '\0';
+		if (S_ISLNK(st.st_mode))
+			log_error("%s is a symbolic link (to %s) that Mokka did not make: refusing "
+				  "to replace it", d->sock_path, target);
+		else
+			log_error("%s is there and is not a socket: refusing to replace it",
+				  d->sock_path);
+		close(dfd);
+		return S_ISLNK(st.st_mode) ? -ELOOP : -EEXIST;
+	}
+	if (unlinkat(dfd, leaf, 0) < 0 && errno != ENOENT)
 		log_warn("%s: unlink stale socket: %s", d->sock_path, strerror(errno));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind_private(fd, &sa) < 0 || listen(fd, 128) < 0) {
@@ -403,19 +438,21 @@ int mib_listen_open(struct mockib *d)
 		log_error("%s: cannot listen: %s", d->sock_path, strerror(e));
 		if (fd >= 0)
 			close(fd);
+		close(dfd);
 		return -e;
 	}
 	/* Like /dev/infiniband/umad*: root and one group (--socket-group), so
 	 * only they may feed the MAD and netlink parsers.  A group that cannot
 	 * be set leaves root's: closed, never open. */
-	if (chown(d->sock_path, (uid_t)-1, d->sock_gid) < 0)
+	if (fchownat(dfd, leaf, (uid_t)-1, d->sock_gid, AT_SYMLINK_NOFOLLOW) < 0)
 		log_error("%s: chgrp %u: %s; only root can connect", d->sock_path,
 			  (unsigned)d->sock_gid, strerror(errno));
 	/* The one use of CAP_CHOWN (the supervisor grants it for this): gone
 	 * for the rest of the daemon's life. */
 	mib_drop_chown();
-	if (chmod(d->sock_path, MIB_SOCKET_MODE) < 0)
+	if (fchmodat(dfd, leaf, MIB_SOCKET_MODE, AT_SYMLINK_NOFOLLOW) < 0)
 		log_warn("%s: chmod %04o: %s", d->sock_path, MIB_SOCKET_MODE, strerror(errno));
+	close(dfd);
 	d->listen_w.fd = fd;
 	d->listen_w.cb = on_accept;
 	if (mib_watch_add(d, &d->listen_w, EPOLLIN) < 0) {
@@ -457,12 +494,25 @@ void mib_listen_resume(struct mockib *d)
 
 void mib_listen_close(struct mockib *d)
 {
+	char why[PATH_MAX + 300];
+	const char *rel;
+	int rootfd, r;
+
 	if (d->listen_w.fd < 0)
 		return;
 	mib_watch_del(d, &d->listen_w);
 	close(d->listen_w.fd);
 	d->listen_w.fd = -1;
 	d->listen_paused = false;
-	if (unlink(d->sock_path) < 0 && errno != ENOENT)
-		log_warn("%s: unlink: %s", d->sock_path, strerror(errno));
+	if ((rootfd = beneath_root(d->host_root)) < 0)
+		return;
+	/* The socket opened (sock_path: host root + the socket then; a reload
+	 * has d->ib point at the new one already), beneath the root, never
+	 * through a link planted meanwhile. */
+	rel = d->sock_path + strlen(d->host_root);
+	if ((r = beneath_unlink(rootfd, rel, 0)) < 0) {
+		beneath_explain(rootfd, d->host_root, rel, r, why, sizeof(why));
+		log_warn("unlink the socket: %s", why);
+	}
+	close(rootfd);
 }
