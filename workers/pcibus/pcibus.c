@@ -83,7 +83,8 @@ static int pcibus_stage(struct sim_ctx *ctx, const struct state *s, struct sim_e
  * at R/run/pcifs; Reload (SIGHUP after each pass) makes it re-read the
  * tree and its config, keeping the node's bindings.  --notify-parent: a
  * GPU leaving or joining nvidia SIGHUPs the supervisor, whose next pass
- * re-renders the CDI spec and the NFD features without it. */
+ * re-renders the CDI spec and the NFD features without it; the write
+ * returns once both followed (pcifs/sync.c). */
 static int pcibus_daemon(struct sim_ctx *ctx, const struct state *s,
 			 struct ipc_daemon_spec *d, struct sim_errors *errs)
 {
@@ -115,6 +116,21 @@ static const char *const pcibus_gens[] = {
 	"/sys/bus/pci", "/sys/devices", "/proc/bus/pci", NULL,
 };
 
+/* Incremental reconcile (workers/stage_skip.h): Stage reads the state's
+ * PCI plan, devices and top-level fields, and copies the mockfs shim in;
+ * a Stage that starts reading another section must leave this list. */
+static const char *const pcibus_stage_ignores[] = {
+	"ib", "fabric", "cri", "imex", "topology_doc", "profile_doc", "profile", NULL,
+};
+
+static void pcibus_inputs(struct sim_ctx *ctx, const struct state *s, struct skip_key *k)
+{
+	char src[4200];
+
+	snprintf(src, sizeof(src), "%s/libmockfs.so", ctx->libdir ? ctx->libdir : ".");
+	skip_key_stat(k, src);
+}
+
 const struct simulator pcibus_simulator = {
 	.name = "pcibus",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY | SIM_ROLE_DAEMON,
@@ -123,4 +139,6 @@ const struct simulator pcibus_simulator = {
 	.apply = pcibus_apply,
 	.revoke = nfd_revoke,
 	.gens = pcibus_gens,
+	.inputs = pcibus_inputs,
+	.stage_ignores = pcibus_stage_ignores,
 };

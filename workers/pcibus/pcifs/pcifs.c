@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,13 @@ static unsigned saved_gen = ~0u;
 static volatile sig_atomic_t want_reload;
 static bool notify_parent;
 static char held_gpus[8192];	/* the NVIDIA functions nvidia holds, for --notify-parent */
+static char host_root[PATH_MAX];
+/* fuse_loop_mt serves calls at once (a write waiting for the supervisor's
+ * pass must not stall the readers the pass may have); the model, the view
+ * and the profile caches are behind this one lock. */
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
+static bool sync_due;		/* the last write notified the supervisor */
+static struct pcifs_sync sync_mark;
 
 static bool busy(const struct pcifs_model *m, int fn)
 {
@@ -57,7 +65,8 @@ static const struct pcifs_node *read_node(void)
 }
 
 /* The supervisor re-runs its pass on SIGHUP: CDI spec and NFD features
- * follow a GPU leaving or joining nvidia (after the write returned). */
+ * follow a GPU leaving or joining nvidia, before the write returns
+ * (sync.c; the surfaces are marked before the signal). */
 static void notify(void)
 {
 	char now[sizeof(held_gpus)];
@@ -73,8 +82,10 @@ static void notify(void)
 	now[off] = '\0';
 	if (!strcmp(now, held_gpus))
 		return;
-	if (held_gpus[0] && notify_parent && getppid() != 1)
-		kill(getppid(), SIGHUP);
+	if (held_gpus[0] && notify_parent && getppid() != 1) {
+		pcifs_sync_mark(host_root, &sync_mark);
+		sync_due = kill(getppid(), SIGHUP) == 0;
+	}
 	snprintf(held_gpus, sizeof(held_gpus), "%s", now);
 }
 
@@ -269,9 +280,65 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
+/* Every call under the lock; a write that notified the supervisor waits
+ * for the CDI spec and NFD features without it. */
+#define LOCKED(call) do { int r_; pthread_mutex_lock(&big); r_ = (call); \
+	pthread_mutex_unlock(&big); return r_; } while (0)
+
+static int l_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
+{
+	LOCKED(op_getattr(p, st, fi));
+}
+
+static int l_readlink(const char *p, char *buf, size_t len)
+{
+	LOCKED(op_readlink(p, buf, len));
+}
+
+static int l_readdir(const char *p, void *buf, fuse_fill_dir_t filler, off_t off,
+		     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	LOCKED(op_readdir(p, buf, filler, off, fi, flags));
+}
+
+static int l_open(const char *p, struct fuse_file_info *fi)
+{
+	LOCKED(op_open(p, fi));
+}
+
+static int l_read(const char *p, char *buf, size_t len, off_t off, struct fuse_file_info *fi)
+{
+	LOCKED(op_read(p, buf, len, off, fi));
+}
+
+static int l_truncate(const char *p, off_t size, struct fuse_file_info *fi)
+{
+	LOCKED(op_truncate(p, size, fi));
+}
+
+static int l_write(const char *p, const char *buf, size_t len, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct pcifs_sync mark;
+	bool wait;
+	int r;
+
+	pthread_mutex_lock(&big);
+	sync_due = false;
+	r = op_write(p, buf, len, off, fi);
+	wait = sync_due;
+	mark = sync_mark;
+	sync_due = false;
+	pthread_mutex_unlock(&big);
+	if (wait && pcifs_sync_wait(host_root, &mark, PCIFS_SYNC_MS) < 0)
+		log_warn("%s: the CDI spec / NFD features did not follow within %d ms "
+			 "(no supervisor pass?); returning", p, PCIFS_SYNC_MS);
+	return r;
+}
+
 static const struct fuse_operations ops = {
-	.getattr = op_getattr, .readlink = op_readlink, .readdir = op_readdir,
-	.open = op_open, .read = op_read, .write = op_write, .truncate = op_truncate,
+	.getattr = l_getattr, .readlink = l_readlink, .readdir = l_readdir,
+	.open = l_open, .read = l_read, .write = l_write, .truncate = l_truncate,
 	.release = op_release, .init = op_init,
 };
 
@@ -289,7 +356,8 @@ static const char usage[] =
 	"  --host-root DIR   root that host paths live under (default /)\n"
 	"  --mount DIR       mount point (default <host-root>R" PCIFS_MOUNT ")\n"
 	"  --notify-parent   SIGHUP the parent (the supervisor) when a GPU leaves\n"
-	"                    or joins nvidia\n"
+	"                    or joins nvidia; the write returns once the CDI spec\n"
+	"                    and the NFD features followed (at most 10 s)\n"
 	"  --help, --version\n";
 
 static int parse_args(int argc, char **argv)
@@ -320,6 +388,7 @@ static int parse_args(int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
+	snprintf(host_root, sizeof(host_root), "%s", host);
 	snprintf(V.sys, sizeof(V.sys), "%s%s/sys", host, mock);
 	snprintf(V.ibsys, sizeof(V.ibsys), "%s%s/ib/sys", host, mock);
 	snprintf(V.ibdev, sizeof(V.ibdev), "%s%s/ib/dev/infiniband", host, mock);
@@ -381,7 +450,7 @@ int main(int argc, char **argv)
 	signal(SIGHUP, on_hup);
 	log_info("serving %d PCI functions at %s (IOMMU %s)", model.nfns, mount_dir,
 		 model.iommu ? "on" : "off");
-	r = fuse_loop(f);
+	r = fuse_loop_mt(f, 0);
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);
 	fuse_destroy(f);

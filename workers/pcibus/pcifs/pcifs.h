@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 
 #include "workers/pcibus/pcifs/model.h"
 #include "workers/pcibus/pcifs/view.h"
@@ -36,6 +37,18 @@ int pcifs_profile_iommu(const char *config);
 /* pcie_topology.gpu_sriov (profile/compile_sriov.c checked it); none: total_vfs 0. */
 void pcifs_profile_gpu_sriov(const char *config, struct pcifs_sriov *out);
 bool pcifs_profile_busy(const char *config, const char *overrides, const char *bdf);
+/* The CDI spec and NFD features following a GPU's binding before the
+ * write returns (sync.c): mark them before notifying the supervisor,
+ * then wait (bounded) until both were replaced.  0 or -ETIMEDOUT. */
+#define PCIFS_SYNC_SURFACES 2
+#define PCIFS_SYNC_MS 10000
+struct pcifs_sync {
+	struct stat st[PCIFS_SYNC_SURFACES];
+	bool had[PCIFS_SYNC_SURFACES];
+};
+void pcifs_sync_mark(const char *host, struct pcifs_sync *s);
+int pcifs_sync_wait(const char *host, const struct pcifs_sync *s, int timeout_ms);
+
 /* Detach whatever is mounted at dir (a killed instance's mount). */
 int pcifs_stale_unmount(const char *dir);
 
