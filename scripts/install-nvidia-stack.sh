@@ -5,13 +5,16 @@
 # lands in a fixed cache so CI builds each program once and reuses Go's
 # build cache afterwards:
 #   /var/cache/mokka/go/bin     nvidia-ctk, nvidia-container-runtime,
-#                               nvidia-cdi-hook, nvidia-device-plugin, helm
+#                               nvidia-cdi-hook, nvidia-device-plugin,
+#                               gpu-feature-discovery, helm
 #   /var/cache/mokka/go/{mod,build}   GOMODCACHE, GOCACHE (the harnesses
 #                               in tests/go build from these offline)
 #   /var/cache/mokka/venv-nvml  a venv with nvidia-ml-py
 # A program whose pinned version is already built is not rebuilt (stamp
-# files in bin/.stamp).  Needs Go >= 1.22: /usr/local/go, go on PATH, or
-# else Debian's golang-go fetching the golang.org/toolchain module.
+# files in bin/.stamp).  Needs Go >= 1.24 (k8s-device-plugin v0.18.0):
+# /usr/local/go, go on PATH, or else Debian's golang-go fetching the
+# golang.org/toolchain module; $C/go links to the one chosen, which the
+# tests use (tests/nvidia_stack_lib.sh).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/tests/go/versions.env"
@@ -21,11 +24,11 @@ export CGO_CFLAGS="-O2 -Wno-deprecated-declarations" GOTOOLCHAIN=local
 mkdir -p "$GOBIN/.stamp"
 say() { echo "install-nvidia-stack: $*"; }
 
-go_ok() { # go_ok GO: a Go of at least 1.22
+go_ok() { # go_ok GO: a Go of at least 1.24
 	local v
 	v=$("$1" env GOVERSION 2>/dev/null) || return 1
 	v=${v#go}
-	[ "${v%%.*}" -gt 1 ] || [ "$(echo "$v" | cut -d. -f2)" -ge 22 ]
+	[ "${v%%.*}" -gt 1 ] || [ "$(echo "$v" | cut -d. -f2)" -ge 24 ]
 }
 GO=
 for g in "${MOKKA_GO:-}" /usr/local/go/bin/go "$(command -v go 2>/dev/null || :)"; do
@@ -33,13 +36,16 @@ for g in "${MOKKA_GO:-}" /usr/local/go/bin/go "$(command -v go 2>/dev/null || :)
 done
 if [ -z "$GO" ]; then
 	# Debian 12's Go (1.19) is too old to build these; it can still fetch
-	# a newer toolchain, which the proxy serves as an ordinary module.
-	tc=golang.org/toolchain@v0.0.1-go1.23.12.linux-$(dpkg --print-architecture)
+	# a newer toolchain, which the proxy serves as an ordinary module (the
+	# zip keeps no mode bits: the go command's own switch sets them too).
+	tc=golang.org/toolchain@v0.0.1-go1.27.3.linux-$(dpkg --print-architecture)
 	command -v go >/dev/null || apt-get install -y -q --no-install-recommends golang-go
 	dir=$(cd /tmp && GOFLAGS=-modcacherw go mod download -json "$tc" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	chmod +x "$dir"/bin/* "$dir"/pkg/tool/*/*
 	GO=$dir/bin/go
-	go_ok "$GO" || { say "no Go >= 1.22 (tried $tc)"; exit 1; }
+	go_ok "$GO" || { say "no Go >= 1.24 (tried $tc)"; exit 1; }
 fi
+ln -sfn "$GO" "$C/go"
 say "Go: $GO ($("$GO" env GOVERSION))"
 
 built() { [ -x "$GOBIN/$1" ] && [ "$(cat "$GOBIN/.stamp/$1" 2>/dev/null)" = "$2" ]; }
@@ -60,10 +66,14 @@ for c in nvidia-ctk nvidia-container-runtime nvidia-cdi-hook; do
 done
 # k8s-device-plugin: `go install @version` is refused (the proxy answers
 # 403 to the module's version list, which go install reads for
-# deprecations), so a module of ours requiring only the release builds it.
-(cd "$top/tests/go/k8s-device-plugin" &&
-	timed nvidia-device-plugin "$K8S_DEVICE_PLUGIN_VERSION" "$GO" build \
-		-o "$GOBIN/nvidia-device-plugin" "$K8S_DEVICE_PLUGIN_MODULE/cmd/nvidia-device-plugin")
+# deprecations), so a module of ours requiring only the release builds its
+# two programs (one dependency set: the second build reuses the first's
+# packages from the build cache).
+for c in nvidia-device-plugin gpu-feature-discovery; do
+	(cd "$top/tests/go/k8s-device-plugin" &&
+		timed "$c" "$K8S_DEVICE_PLUGIN_VERSION" "$GO" build \
+			-o "$GOBIN/$c" "$K8S_DEVICE_PLUGIN_MODULE/cmd/$c")
+done
 # helm, for the chart test.
 timed helm "$HELM_VERSION" "$GO" install "$HELM_MODULE/cmd/helm@$HELM_VERSION"
 # Our harnesses' modules, downloaded and built once (the tests rebuild

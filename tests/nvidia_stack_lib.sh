@@ -12,10 +12,11 @@ export GOFLAGS="-buildvcs=false -mod=readonly" GOTOOLCHAIN=local
 export CGO_CFLAGS="-O2 -Wno-deprecated-declarations"
 NVBIN=$MOKKA_GO_CACHE/bin
 
-# nv_go: the Go toolchain (Go >= 1.22; install-deps says where it comes from).
+# nv_go: the Go toolchain install-deps chose (Go >= 1.24; it links it as
+# $MOKKA_GO_CACHE/go).
 nv_go() {
 	local g
-	for g in "${MOKKA_GO:-}" /usr/local/go/bin/go "$(command -v go 2>/dev/null)"; do
+	for g in "${MOKKA_GO:-}" "$MOKKA_GO_CACHE/go" /usr/local/go/bin/go "$(command -v go 2>/dev/null)"; do
 		[ -n "$g" ] && [ -x "$g" ] && { echo "$g"; return 0; }
 	done
 	return 1
