@@ -100,6 +100,25 @@ int beneath_open(int rootfd, const char *rel, int flags, mode_t mode)
 	return walk_open(rootfd, rel, flags, mode);
 }
 
+int beneath_open_in_root(int rootfd, const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (unsigned long long)(flags | O_CLOEXEC),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	rel = strip(rel);
+	do
+		fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+	while (fd < 0 && (errno == EAGAIN || errno == EINTR));
+	if (fd >= 0)
+		return (int)fd;
+	/* No openat2: no link is followed at all (the safe side). */
+	return errno == ENOSYS || errno == EPERM ? beneath_open(rootfd, rel, flags, mode) : -errno;
+}
+
 int beneath_parent(int rootfd, const char *rel, const char **leaf)
 {
 	char dir[PATH_MAX], *s;

@@ -27,6 +27,12 @@ int beneath_root(const char *root);
  * component is a symbolic link, -EXDEV when a ".." would leave the root. */
 int beneath_open(int rootfd, const char *rel, int flags, mode_t mode);
 
+/* Open rel as a chroot to rootfd would: links are followed, an absolute
+ * target or ".." resolved inside the root, never out of it (openat2
+ * RESOLVE_IN_ROOT; without openat2, beneath_open: no link followed).  For
+ * host paths that are links by design on a host (/var/run -> /run). */
+int beneath_open_in_root(int rootfd, const char *rel, int flags, mode_t mode);
+
 /* The parent directory of rel (an O_PATH fd, usable with every *at call)
  * and, in *leaf, rel's last component (a pointer into rel).  -EINVAL when
  * rel has no last component (the root itself). */

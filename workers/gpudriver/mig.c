@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "devstate/devstate.h"
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "workers/gpudriver/gpudriver.h"
 #include "workers/gpudriver/mig.h"
@@ -44,6 +45,37 @@ int gd_mig_store_dir(const struct host *h, const char *mock_root, char *out, siz
 	if ((r = host_mock_path(mock_root, rel, sizeof(rel), GD_CONFIG "/state")) < 0)
 		return r;
 	return host_path(h, rel, out, len);
+}
+
+int gd_mig_store_open(int rootfd, const char *root, const char *mock_root, bool create,
+		      struct ds_store *st)
+{
+	char rel[512], path[64];
+	int fd, r;
+
+	if ((r = host_mock_path(mock_root, rel, sizeof(rel), GD_CONFIG "/state")) < 0)
+		return r;
+	if (create && (r = beneath_mkdirs(rootfd, rel, 0755)) < 0)
+		return host_refused(root, rootfd, rel, r);
+	if ((fd = beneath_open(rootfd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
+		return host_refused(root, rootfd, rel, fd);
+	/* ds_open takes a path: the directory's own, through /proc. */
+	if ((r = beneath_fdpath(fd, NULL, path, sizeof(path))) == 0)
+		r = ds_open(st, path, create);
+	close(fd);
+	return r;
+}
+
+static int store_open(const struct host *h, const char *mock_root, bool create,
+		      struct ds_store *st)
+{
+	int rootfd = beneath_root(h->root), r;
+
+	if (rootfd < 0)
+		return rootfd;
+	r = gd_mig_store_open(rootfd, h->root, mock_root, create, st);
+	close(rootfd);
+	return r;
 }
 
 /* ---- Stage ------------------------------------------------------------ */
@@ -111,7 +143,7 @@ static int stage_gpu(struct sim_ctx *ctx, const struct state *s, const struct gd
 int gd_stage_mig(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,
 		 struct sim_errors *errs)
 {
-	char dir[4096], rel[512], *minors = NULL;
+	char rel[512], *minors = NULL;
 	struct ds_store st;
 	int first = 0, n, r;
 
@@ -125,8 +157,7 @@ int gd_stage_mig(struct sim_ctx *ctx, const struct state *s, const struct gd_con
 	/* the store: config/ is live (not generational), made once, kept */
 	host_mock_path(s->mock_root, rel, sizeof(rel), GD_CONFIG);
 	if ((r = host_mkdirs(&ctx->host, rel, 0755)) < 0 ||
-	    (r = gd_mig_store_dir(&ctx->host, s->mock_root, dir, sizeof(dir))) < 0 ||
-	    (r = ds_open(&st, dir, true)) < 0) {
+	    (r = store_open(&ctx->host, s->mock_root, true, &st)) < 0) {
 		sim_error(errs, "mig", "%s%s/state: the device state store: %s", s->mock_root,
 			  GD_CONFIG, strerror(-r));
 		return gd_first(&first, r), first;
@@ -148,19 +179,23 @@ int gd_stage_mig(struct sim_ctx *ctx, const struct state *s, const struct gd_con
  * set; a crash-restart keeps it, since only Discard runs this). */
 int gd_discard(struct sim_ctx *ctx, struct sim_errors *errs)
 {
-	char dir[4096];
+	char dir[4096], rel[512];
 	struct ds_store st;
-	int r;
+	int r, rootfd;
 
 	if ((r = gd_mig_store_dir(&ctx->host, ctx->host.mock_root, dir, sizeof(dir))) < 0 ||
-	    ds_open(&st, dir, false) < 0)
+	    store_open(&ctx->host, ctx->host.mock_root, false, &st) < 0)
 		return 0;
 	if ((r = ds_clear(&st)) < 0)
 		sim_error(errs, "mig", "%s: clearing the device state store: %s", dir, strerror(-r));
 	unlinkat(st.dirfd, ".lock", 0);
 	unlinkat(st.dirfd, ".seq", 0);
 	ds_close(&st);
-	rmdir(dir);
+	if ((rootfd = beneath_root(ctx->host.root)) >= 0) {
+		if (host_mock_path(ctx->host.mock_root, rel, sizeof(rel), GD_CONFIG "/state") == 0)
+			beneath_unlink(rootfd, rel, AT_REMOVEDIR);
+		close(rootfd);
+	}
 	gd_mig_revoke(ctx);
 	return r;
 }

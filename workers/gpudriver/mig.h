@@ -11,6 +11,10 @@
 
 /* The store's directory as this process reaches it (host root joined). */
 int gd_mig_store_dir(const struct host *h, const char *mock_root, char *out, size_t len);
+/* ds_open of the store resolved beneath rootfd (root: its path, for the
+ * log), never through a link; made first when create. */
+int gd_mig_store_open(int rootfd, const char *root, const char *mock_root, bool create,
+		      struct ds_store *st);
 
 /* Start (once per process) or re-point the thread that keeps the live MIG
  * surfaces and the MIG CDI spec equal to the store. */

@@ -3,7 +3,10 @@
  * device state store, woken by inotify on the store's directory (any
  * process's write renames a document into it) and every 2 s regardless.
  * Each pass is idempotent; Stage renders the same from the store, so a
- * pass that races a Publish is corrected by the next one. */
+ * pass that races a Publish is corrected by the next one.  Every path is
+ * resolved beneath the host root (fileio/beneath.h): a link planted there
+ * is never followed nor removed through (the CDI spec's directory is
+ * resolved as a chroot would, since /var/run is a link to /run). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "workers/gpudriver/mig.h"
 
@@ -34,89 +38,93 @@ static struct {
 	bool started;
 	bool active;		/* staged and not revoked: the thread may write */
 	char root[4096];	/* host root ("" for /) */
+	int rootfd;		/* its fd during a pass, else -1 */
 	char mock[256];		/* R as a host path */
 	char store[4096];	/* the store as this process reaches it */
 	unsigned caps_major;
 	int ndev;
 	struct watch_dev dev[STATE_MAX_DEVICES];
-} w = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} w = { .lock = PTHREAD_MUTEX_INITIALIZER, .rootfd = -1 };
 
-static int full(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rel(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* root + mock + fmt... */
-static int full(char *buf, size_t len, const char *fmt, ...)
+/* mock + fmt...: a host path, resolved beneath w.rootfd */
+static int rel(char *buf, size_t len, const char *fmt, ...)
 {
-	char rel[1024];
+	char tail[1024];
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(rel, sizeof(rel), fmt, ap);
+	n = vsnprintf(tail, sizeof(tail), fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(rel))
+	if (n < 0 || (size_t)n >= sizeof(tail))
 		return -ENAMETOOLONG;
-	n = snprintf(buf, len, "%s%s%s", w.root, w.mock, rel);
+	n = snprintf(buf, len, "%s%s", w.mock, tail);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A directory beneath the root, to read (O_RDONLY) or to write in. */
+static int dir_at(const char *path, int flags)
+{
+	int fd = beneath_open(w.rootfd, path, flags | O_DIRECTORY, 0);
+
+	if (fd == -ELOOP || fd == -EXDEV)
+		host_refused(w.root, w.rootfd, path, fd);
+	return fd;
 }
 
 static int write_text(const char *path, const char *text)
 {
-	char tmp[4200], cur[256];
-	int fd, r = 0;
+	char cur[256];
+	const char *leaf;
+	int dfd = beneath_parent(w.rootfd, path, &leaf), fd, r;
 	ssize_t n;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {	/* unchanged: no churn */
-		n = read(fd, cur, sizeof(cur) - 1);
+	if (dfd < 0)
+		return host_refused(w.root, w.rootfd, path, dfd);
+	if ((fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) >= 0) {
+		n = read(fd, cur, sizeof(cur) - 1);	/* unchanged: no churn */
 		close(fd);
-		if (n >= 0 && (cur[n] = '\0', !strcmp(cur, text)))
+		if (n >= 0 && (cur[n] = '\0', !strcmp(cur, text))) {
+			close(dfd);
 			return 0;
+		}
 	}
-	snprintf(tmp, sizeof(tmp), "%s.mig-tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		r = -EIO;
-	fchmod(fd, 0444);
-	close(fd);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
+	r = beneath_replace(dfd, leaf, text, strlen(text), CAP_MODE, 0);
+	if (r == -ELOOP)
+		host_refused(w.root, w.rootfd, path, r);
+	close(dfd);
 	return r;
 }
 
 static void mkdirs(const char *path)
 {
-	char p[4200];
+	int r = beneath_mkdirs(w.rootfd, path, 0755);
 
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			mkdir(p, 0755);
-			*s = '/';
-		}
-	mkdir(p, 0755);
+	if (r == -ELOOP || r == -EXDEV)
+		host_refused(w.root, w.rootfd, path, r);
+}
+
+/* rm -r, bottom up, never through a link (a link is removed, not its
+ * target's contents). */
+static int rm_entry(const struct beneath_entry *e, void *arg)
+{
+	(void)arg;
+	if (S_ISDIR(e->st->st_mode) && !e->post)
+		return 0;
+	unlinkat(e->dirfd, e->name, S_ISDIR(e->st->st_mode) ? AT_REMOVEDIR : 0);
+	return 0;
 }
 
 static void rm_tree(const char *path)
 {
-	DIR *d = opendir(path);
-	struct dirent *e;
-	char sub[4200];
+	int r = beneath_walk(w.rootfd, path, true, rm_entry, NULL);
 
-	if (!d) {
-		unlink(path);
-		return;
-	}
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-			rm_tree(sub);
-		}
-	closedir(d);
-	rmdir(path);
+	if (r == -ELOOP)	/* the top itself is a link: removed, not followed */
+		beneath_unlink(w.rootfd, path, 0);
+	else if (r == -EXDEV)
+		host_refused(w.root, w.rootfd, path, r);
 }
 
 /* ---- one pass --------------------------------------------------------- */
@@ -127,47 +135,55 @@ struct want {
 
 static void sync_nodes(const struct want *want)
 {
-	char dir[4200], path[4300];
+	char dir[1200], name[32];
 	struct dirent *e;
 	DIR *d;
+	int dfd;
 
-	if (full(dir, sizeof(dir), GD_DEV "/nvidia-caps") < 0 || !(d = opendir(dir)))
+	if (rel(dir, sizeof(dir), GD_DEV "/nvidia-caps") < 0 || (dfd = dir_at(dir, O_RDONLY)) < 0)
 		return;
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return;
+	}
 	while ((e = readdir(d))) {	/* instances gone */
 		unsigned m;
 		char end;
 
 		if (sscanf(e->d_name, "nvidia-cap%u%c", &m, &end) == 1 && m >= 3 &&
-		    m < sizeof(want->node) && !want->node[m]) {
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			unlink(path);
-		}
+		    m < sizeof(want->node) && !want->node[m])
+			unlinkat(dirfd(d), e->d_name, 0);
 	}
-	closedir(d);
 	for (unsigned m = 3; m < sizeof(want->node); m++) {	/* instances new */
 		struct stat st;
 
 		if (!want->node[m])
 			continue;
-		snprintf(path, sizeof(path), "%s/nvidia-cap%u", dir, m);
-		if (lstat(path, &st) == 0 && S_ISCHR(st.st_mode) &&
+		snprintf(name, sizeof(name), "nvidia-cap%u", m);
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) &&
 		    st.st_rdev == makedev(w.caps_major, m))
 			continue;
-		unlink(path);
-		if (mknod(path, S_IFCHR | CAP_MODE, makedev(w.caps_major, m)) == 0)
-			chmod(path, CAP_MODE);
+		unlinkat(dirfd(d), name, 0);
+		/* The node just made in a directory we resolved: chmod past the
+		 * umask. */
+		if (mknodat(dirfd(d), name, S_IFCHR | CAP_MODE, makedev(w.caps_major, m)) == 0)
+			fchmodat(dirfd(d), name, CAP_MODE, AT_SYMLINK_NOFOLLOW);
 	}
+	closedir(d);
 }
 
 static void sync_caps(const struct watch_dev *dv, const struct ds_gpu *g)
 {
-	char dir[4200], path[4400], text[128];
+	char dir[1200], path[1400], text[128];
 	struct dirent *e;
 	DIR *d;
+	int dfd;
 
-	if (full(dir, sizeof(dir), GD_PROC_NVIDIA "/capabilities/gpu%d/mig", dv->minor) < 0)
+	if (rel(dir, sizeof(dir), GD_PROC_NVIDIA "/capabilities/gpu%d/mig", dv->minor) < 0)
 		return;
-	if ((d = opendir(dir))) {	/* gi<X> of instances gone */
+	if ((dfd = dir_at(dir, O_RDONLY)) >= 0 && !(d = fdopendir(dfd)))
+		close(dfd);
+	else if (dfd >= 0) {	/* gi<X> of instances gone */
 		while ((e = readdir(d))) {
 			unsigned id;
 			char end;
@@ -193,7 +209,7 @@ static void sync_caps(const struct watch_dev *dv, const struct ds_gpu *g)
 			unsigned m = ds_ci_minor((unsigned)dv->minor, gi->id, gi->ci[j].id);
 
 			snprintf(path, sizeof(path), "%s/gi%u/ci%u", dir, gi->id, gi->ci[j].id);
-			mkdir(path, 0755);
+			mkdirs(path);
 			snprintf(path, sizeof(path), "%s/gi%u/ci%u/access", dir, gi->id, gi->ci[j].id);
 			snprintf(text, sizeof(text), "DeviceFileMinor: %u\nDeviceFileMode: %u\n"
 				 "DeviceFileModify: 1\n", m, (unsigned)CAP_MODE);
@@ -202,43 +218,20 @@ static void sync_caps(const struct watch_dev *dv, const struct ds_gpu *g)
 	}
 }
 
-/* A host path with its links resolved inside the host root, as a chroot
- * sees them (<root>/var/run is usually a link to "/run": the kernel would
- * follow it out of the root).  Missing components are taken verbatim. */
-static int resolve(const char *path, char *out, size_t len)
+/* The CDI spec's directory, resolved as a chroot to the host root sees it
+ * (<root>/var/run is usually a link to "/run": the kernel alone would
+ * follow it out of the root): an O_PATH fd, its name in *leaf.  cri makes
+ * the directory; it is never made here. */
+static int spec_dir(int rootfd, const char **leaf)
 {
-	char res[4096] = "", todo[4096], target[4096], full[8300];
-	size_t pos = 0;
-	int links = 0;
+	static const char spec[] = GD_MIG_CDI_SPEC;
+	char dir[sizeof(spec)];
+	const char *slash = strrchr(spec, '/');
 
-	snprintf(todo, sizeof(todo), "%s", path);
-	while (todo[pos]) {
-		size_t n, l;
-		ssize_t t;
-
-		while (todo[pos] == '/')
-			pos++;
-		n = strcspn(todo + pos, "/");
-		if (!n)
-			break;
-		l = strlen(res);
-		snprintf(res + l, sizeof(res) - l, "/%.*s", (int)n, todo + pos);
-		pos += n;
-		snprintf(full, sizeof(full), "%s%s", w.root, res);
-		if ((t = readlink(full, target, sizeof(target) - 1)) < 0)
-			continue;
-		if (++links > 40)
-			return -ELOOP;
-		target[t] = '\0';
-		if (target[0] == '/')
-			res[0] = '\0';
-		else
-			res[l] = '\0';
-		snprintf(full, sizeof(full), "%s%s", target, todo + pos);
-		snprintf(todo, sizeof(todo), "%s", full);
-		pos = 0;
-	}
-	return snprintf(out, len, "%s%s", w.root, res[0] ? res : "/") < (int)len ? 0 : -ENAMETOOLONG;
+	memcpy(dir, spec, (size_t)(slash - spec));
+	dir[slash - spec] = '\0';
+	*leaf = slash + 1;
+	return beneath_open_in_root(rootfd, dir, O_PATH | O_DIRECTORY, 0);
 }
 
 /* The MIG CDI spec: its own common edits (a container given only a MIG
@@ -247,27 +240,28 @@ static int resolve(const char *path, char *out, size_t len)
  * "<gpu index>:<MIG device index>" (nvidia-ctk's names) and by MIG UUID. */
 static void write_spec(const struct ds_gpu *gs, int *count)
 {
-	char path[4200], tmp[4300], dev[512], uuid[64];
+	char dev[512], uuid[64], *text = NULL;
+	const char *leaf;
+	size_t len = 0;
+	int dfd, r;
 	FILE *f;
 
-	if (resolve(GD_MIG_CDI_SPEC, path, sizeof(path)) < 0)
-		return;
 	*count = 0;
 	for (int i = 0; i < w.ndev; i++)
 		for (unsigned k = 0; gs[i].mig_cur && k < gs[i].ngi; k++)
 			*count += (int)gs[i].gi[k].nci;
+	if ((dfd = spec_dir(w.rootfd, &leaf)) < 0)
+		return;
 	if (*count == 0) {
-		unlink(path);
+		unlinkat(dfd, leaf, 0);
+		close(dfd);
 		return;
 	}
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	*strrchr(tmp, '/') = '\0';
-	if (access(tmp, F_OK) != 0)	/* cri makes it; never make the host's */
-		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	snprintf(dev, sizeof(dev), "%s/driver", w.mock);
-	if (!(f = fopen(tmp, "w")))
+	if (!(f = open_memstream(&text, &len))) {
+		close(dfd);
 		return;
+	}
 	fprintf(f, "cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ncontainerEdits:\n  deviceNodes:\n");
 	fprintf(f, "  - {path: /dev/nvidiactl, hostPath: %s/dev/nvidiactl}\n", dev);
 	fprintf(f, "  - {path: /dev/nvidia-uvm, hostPath: %s/dev/nvidia-uvm}\n", dev);
@@ -304,10 +298,11 @@ static void write_spec(const struct ds_gpu *gs, int *count)
 			}
 		}
 	}
-	if (fclose(f) == 0 && rename(tmp, path) == 0)
-		chmod(path, 0644);
-	else
-		unlink(tmp);
+	if (fclose(f) == 0 && (r = beneath_replace(dfd, leaf, text, len, 0644, 0)) == -ELOOP)
+		log_error("gpudriver: %s%s is a symbolic link that Mokka did not make: refusing to "
+			  "replace it", w.root, GD_MIG_CDI_SPEC);
+	free(text);
+	close(dfd);
 }
 
 static int sync_pass(void)
@@ -317,8 +312,13 @@ static int sync_pass(void)
 	struct ds_store st;
 	int count = 0;
 
-	if (!w.active || ds_open(&st, w.store, false) < 0)
+	if (!w.active || (w.rootfd = beneath_root(w.root)) < 0 ||
+	    gd_mig_store_open(w.rootfd, w.root, w.mock, false, &st) < 0) {
+		if (w.rootfd >= 0)
+			close(w.rootfd);
+		w.rootfd = -1;
 		return -ENOENT;
+	}
 	memset(&want, 0, sizeof(want));
 	for (int i = 0; i < w.ndev; i++) {
 		struct ds_gpu *g = &gs[i];
@@ -338,6 +338,8 @@ static int sync_pass(void)
 	sync_nodes(&want);
 	write_spec(gs, &count);
 	ds_close(&st);
+	close(w.rootfd);
+	w.rootfd = -1;
 	return count;
 }
 
@@ -413,15 +415,19 @@ void gd_mig_watch(struct sim_ctx *ctx, const struct state *s, const struct gd_co
 
 int gd_mig_revoke(struct sim_ctx *ctx)
 {
-	char path[4200];
-	int r;
+	const char *leaf;
+	int rootfd, dfd, r = 0;
 
 	pthread_mutex_lock(&w.lock);
 	w.active = false;	/* the thread writes nothing more until a Stage */
 	snprintf(w.root, sizeof(w.root), "%s", ctx->host.root);
-	r = resolve(GD_MIG_CDI_SPEC, path, sizeof(path));
 	pthread_mutex_unlock(&w.lock);
-	if (r < 0)
-		return r;
-	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+	if ((rootfd = beneath_root(ctx->host.root)) < 0)
+		return rootfd;
+	if ((dfd = spec_dir(rootfd, &leaf)) >= 0) {
+		r = unlinkat(dfd, leaf, 0) < 0 && errno != ENOENT ? -errno : 0;
+		close(dfd);
+	}
+	close(rootfd);
+	return r;
 }
