@@ -286,7 +286,7 @@ int eng_build_devices(void)
 		eng.ndev++;	/* owns d->base now: teardown frees it */
 		if ((rc = device_identity(d, ents[i].node)) != ENG_SUCCESS)
 			return rc;
-		eng_pcie_affinity(d);
 	}
+	eng_pcie_affinity();
 	return ENG_SUCCESS;
 }

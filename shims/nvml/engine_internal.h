@@ -168,7 +168,7 @@ void eng_mig_teardown(void);
 uint64_t eng_gi_mem_mib(const struct mdev *d, const struct ds_gi *gi);
 
 /* engine_topology.c */
-void eng_pcie_affinity(struct mdev *d);
+void eng_pcie_affinity(void);	/* every device's, from pcie_topology */
 int eng_topology_overlay(void);
 
 #endif

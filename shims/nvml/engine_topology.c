@@ -19,37 +19,42 @@ static bool bdf_of(const char *s, struct bdf *b)
 	return s && eng_parse_bdf(s, &b->dom, &b->bus, &b->dev, &b->fn);
 }
 
-static bool same_bdf(const char *a, const struct bdf *b)
-{
-	struct bdf x;
-
-	return bdf_of(a, &x) && x.dom == b->dom && x.bus == b->bus && x.dev == b->dev &&
-	       x.fn == b->fn;
-}
-
-void eng_pcie_affinity(struct mdev *d)
+/* Each listed function's BDF is parsed once for all devices (parsing was
+ * most of this at init, once per device and listed function). */
+void eng_pcie_affinity(void)
 {
 	const struct yl_node *roots = yl_path(eng.profile, "pcie_topology.root_complexes");
-	struct bdf own;
+	struct bdf own[ENG_MAX_DEVICES], x;
+	bool have[ENG_MAX_DEVICES], done[ENG_MAX_DEVICES] = { false };
 
-	d->numa_node = -1;
-	d->cpu_affinity[0] = 0;
-	if (!bdf_of(d->bus_id, &own))	/* parsed once, not per listed device */
-		return;
+	for (unsigned k = 0; k < eng.ndev; k++) {
+		eng_devs[k].numa_node = -1;
+		eng_devs[k].cpu_affinity[0] = 0;
+		have[k] = bdf_of(eng_devs[k].bus_id, &own[k]);
+	}
 	for (size_t i = 0; roots && roots->kind == YL_SEQ && i < roots->n; i++) {
 		const struct yl_node *devs = yl_get(roots->kids[i], "devices");
+		const char *cpus = yl_text(yl_get(roots->kids[i], "cpu_affinity"));
+		int64_t numa;
+		bool numa_ok = yl_i64(yl_get(roots->kids[i], "numa_node"), &numa) &&
+			       numa >= 0 && numa <= 0xffff;
 
 		for (size_t j = 0; devs && devs->kind == YL_SEQ && j < devs->n; j++) {
-			const char *cpus = yl_text(yl_get(roots->kids[i], "cpu_affinity"));
-			int64_t numa;
-
-			if (!same_bdf(yl_text(devs->kids[j]), &own))
+			if (!bdf_of(yl_text(devs->kids[j]), &x))
 				continue;
-			if (yl_i64(yl_get(roots->kids[i], "numa_node"), &numa) &&
-			    numa >= 0 && numa <= 0xffff)
-				d->numa_node = (int)numa;
-			snprintf(d->cpu_affinity, sizeof(d->cpu_affinity), "%s", cpus ? cpus : "");
-			return;
+			for (unsigned k = 0; k < eng.ndev; k++) {
+				struct mdev *d = &eng_devs[k];
+
+				/* the first root complex that lists it wins */
+				if (!have[k] || done[k] || x.dom != own[k].dom || x.bus != own[k].bus ||
+				    x.dev != own[k].dev || x.fn != own[k].fn)
+					continue;
+				done[k] = true;
+				if (numa_ok)
+					d->numa_node = (int)numa;
+				snprintf(d->cpu_affinity, sizeof(d->cpu_affinity), "%s",
+					 cpus ? cpus : "");
+			}
 		}
 	}
 }
