@@ -20,6 +20,8 @@ check "sriov_vf_device 26b9 (no 0x, as the kernel prints it)" [ "$(x cat $d/srio
 check "numvfs 33: ERANGE" [ "$(werr $d/sriov_numvfs 33)" = ERANGE ]
 check "enable 4 VFs" [ "$(werr $d/sriov_numvfs 4)" = OK ]
 check "changing 4 -> 8 without going to 0: EBUSY" [ "$(werr $d/sriov_numvfs 8)" = EBUSY ]
+check "lspci -vvv: the PF's SR-IOV capability, 4 of 32 VFs enabled" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- lspci -vvv -s 17:00.0 2>/dev/null | grep -A5 'Single Root I/O Virtualization' > '$T/iov' && grep -q 'IOVCtl:.*Enable+' '$T/iov' && grep -q 'Total VFs: 32, Number of VFs: 4,' '$T/iov' && grep -q 'VF offset: 4, stride: 1, Device ID: 26b9' '$T/iov'"
+check "the VFs have no SR-IOV capability" sh -c "! '$B/mokka-ctl' --host-root '$ROOT' exec -- lspci -vvv -s 17:00.4 2>/dev/null | grep -q 'SR-IOV'"
 check "virtfn0 -> ../0000:17:00.4 (offset 4)" [ "$(x readlink $d/virtfn0)" = ../0000:17:00.4 ]
 check "virtfn3 -> ../0000:17:00.7" [ "$(x readlink $d/virtfn3)" = ../0000:17:00.7 ]
 check "VF physfn -> ../$G" [ "$(x readlink /sys/bus/pci/devices/0000:17:00.5/physfn)" = "../$G" ]
@@ -35,6 +37,7 @@ if [ -x "$SMI" ]; then
 fi
 check "a removed VF leaves /proc/bus/pci" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- sh -c 'echo 1 > /sys/bus/pci/devices/0000:17:00.7/remove' && ! '$B/mokka-ctl' --host-root '$ROOT' exec -- grep -q '^1707' /proc/bus/pci/devices && [ ! -e '$VIEW/proc/bus/pci/17/00.7' ]"
 check "disable: numvfs 0" [ "$(werr $d/sriov_numvfs 0)" = OK ]
+check "lspci -A linux-proc -vvv: Number of VFs: 0, VF Enable off" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- lspci -A linux-proc -vvv -s 17:00.0 2>/dev/null | grep -A4 'SR-IOV' | tr '\n' ' ' | grep -q 'Enable-.*Number of VFs: 0,'"
 check "the VFs left /proc/bus/pci" [ "$(x ls /proc/bus/pci/17 | tr '\n' ' ')" = "00.0 " ]
 check "unbinding the PF disables its VFs" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- sh -c 'echo 2 > $d/sriov_numvfs; echo $G > /sys/bus/pci/drivers/nvidia/unbind' && [ \"\$(cat '$VIEW$d/sriov_numvfs')\" = 0 ] && [ ! -e '$VIEW/sys/bus/pci/devices/0000:17:00.4' ]"
 check "/proc/bus/pci/devices: the unbound GPU's driver field is empty" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- cat /proc/bus/pci/devices | grep '^1700	' | grep -q '	\$'"

@@ -37,6 +37,7 @@ check "mlx5_8 is the first VF's" [ "$(x readlink -f /sys/class/infiniband/mlx5_8
 check "/dev/infiniband/uverbs8 for it (231:200)" [ "$(x stat -c '%t:%T' /dev/infiniband/uverbs8)" = "e7:c8" ]
 check "lspci lists 4 virtual functions on mlx5_core" [ "$(x lspci -k -s 1b: 2>/dev/null | grep -c '^1b:.*Virtual Function')" = 4 ]
 check "...each with Kernel driver in use: mlx5_core" [ "$(x lspci -k -s 1b: 2>/dev/null | grep -c 'Kernel driver in use: mlx5_core')" = 5 ]
+check "lspci -vvv: the HCA's SR-IOV capability (8 VFs at offset 1, 4 enabled, VF id 101e)" sh -c "'$B/mokka-ctl' --host-root '$ROOT' exec -- lspci -vvv -s 1b:00.0 2>/dev/null | grep -A5 'Single Root I/O' | tr '\n' ' ' | grep -q 'Total VFs: 8, Number of VFs: 4,.*VF offset: 1, stride: 1, Device ID: 101e'"
 check "/proc/bus/pci/devices lists the 4 VFs on mlx5_core" [ "$(x grep -c '^1b0[1-4]	15b3101e	.*mlx5_core$' /proc/bus/pci/devices)" = 4 ]
 check "virtfn0 -> ../0000:1b:00.1" [ "$(x readlink $d/virtfn0)" = ../0000:1b:00.1 ]
 check "VF physfn -> ../$H" [ "$(x readlink /sys/bus/pci/devices/0000:1b:00.1/physfn)" = "../$H" ]

@@ -1,6 +1,6 @@
 /* pcie_topology.gpu_sriov (profile/compile_sriov.c) and how mokka-pcifs
  * turns it into VF slots (pcifs_profile_gpu_sriov, pcifs_model_add_vfs),
- * plus the VF GUID rule of view_ib.c. */
+ * the PF's SR-IOV capability (sriov_cap.c) and the VF GUID rule of view_ib.c. */
 #include "tests/unit/compile_fixture.h"
 #include "workers/pcibus/pcifs/pcifs.h"
 #include "workers/pcibus/pcifs/view_ib.h"
@@ -86,4 +86,32 @@ Test(compile, vf_guid_rule)
 {
 	cr_assert_eq(view_ib_vf_guid_of(0xa088c20393845800ull, 0), 0xa088c28093845800ull);
 	cr_assert_eq(view_ib_vf_guid_of(0xa088c20393845802ull, 7), 0xa088c28793845802ull);
+}
+
+/* The SR-IOV capability appended to a PF's extended chain (after AER). */
+Test(compile, sriov_capability)
+{
+	static struct pcifs_model m;
+	static uint8_t cs[4096];
+	struct pcifs_fn f = { .vendor = 0x15b3, .device = 0x1021, .class_code = 0x020700,
+			      .present = true, .driver = -1 };
+
+	snprintf(f.bdf, sizeof(f.bdf), "0000:1b:00.0");
+	snprintf(f.devpath, sizeof(f.devpath), "devices/pci0000:00/0000:1b:00.0");
+	cr_assert_eq(pcifs_model_add(&m, &f), 0);
+	cr_assert_eq(pcifs_model_add_vfs(&m, 0, &pcifs_mlx5_sriov), 0);
+	m.fns[0].numvfs = 2;
+	cs[0x100] = 0x01, cs[0x102] = 0x02;	/* AER v2, last */
+	cr_assert_eq(pcifs_sriov_cap(cs, sizeof(cs), &m, &m.fns[0]), 0);
+	cr_assert_eq(cs[0x103] << 4 | cs[0x102] >> 4, 0x180, "AER now points at it");
+	cr_assert_eq(cs[0x180] | cs[0x181] << 8, 0x0010, "SR-IOV capability id");
+	cr_assert_eq(cs[0x182] | cs[0x183] << 8, 0x0001, "version 1, last");
+	cr_assert_eq(cs[0x188] & 0x19, 0x19, "VF Enable, MSE, ARI hierarchy");
+	cr_assert_eq(cs[0x18e], 8, "TotalVFs");
+	cr_assert_eq(cs[0x190], 2, "NumVFs");
+	cr_assert_eq(cs[0x194], 1, "First VF Offset");
+	cr_assert_eq(cs[0x19a] | cs[0x19b] << 8, 0x101e, "VF Device ID");
+	cr_assert_eq(pcifs_sriov_cap(cs, sizeof(cs), &m, &m.fns[0]), 0, "twice: once");
+	cr_assert_eq(cs[0x1c0] | cs[0x1c1], 0);
+	pcifs_model_free(&m);
 }

@@ -30,7 +30,7 @@ enum view_attr {
 	A_AUTOPROBE, A_RESCAN, A_OVERRIDE, A_REMOVE, A_RESET, A_TOTALVFS, A_NUMVFS,
 	A_CMDLINE, A_VF_DEVICE, A_VF_CONFIG, A_GROUP_TYPE, A_RESERVED, A_VF_IBDEV,
 	A_PROC_DEVICES, A_SRIOV_OFFSET, A_SRIOV_STRIDE, A_SRIOV_VF_DEVICE, A_SRIOV_AUTOPROBE,
-	A_VF_GUID,
+	A_VF_GUID, A_PF_CONFIG,
 };
 
 struct view {
@@ -64,6 +64,9 @@ int view_list(const struct view *v, const char *path, const struct view_node *di
 int view_proc_resolve(const struct view *v, const char *p, struct view_node *n);
 int view_proc_list(const struct view *v, const char *rel, view_fill fill, void *ctx);
 ssize_t view_proc_devices(const struct view *v, char *buf, size_t len);
+
+/* A PF's SR-IOV capability into its config space cs (sriov_cap.c). */
+int pcifs_sriov_cap(uint8_t *cs, size_t len, const struct pcifs_model *m, const struct pcifs_fn *pf);
 
 /* V_ATTR content into buf (at most len); its length or -errno. */
 ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *buf, size_t len);

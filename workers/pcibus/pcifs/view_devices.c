@@ -225,6 +225,8 @@ int view_resolve_devices(const struct view *v, const char *rel, struct view_node
 		return attr(n, 0444, A_VF_DEVICE);
 	if (f->pf >= 0 && !strcmp(rest, "config"))
 		return attr(n, 0644, A_VF_CONFIG);
+	if (f->totalvfs > 0 && !strcmp(rest, "config"))
+		return attr(n, 0644, A_PF_CONFIG);
 	if (is_ib(v, rest))
 		return resolve_ib(v, fn, rest, n);
 	if (f->pf >= 0 && strchr(rest, '/'))
@@ -312,7 +314,8 @@ int view_list_devices(const struct view *v, const char *rel, view_fill fill, voi
 
 /* ---- attribute content and writes -------------------------------------- */
 
-static ssize_t vf_config(const struct view *v, const struct pcifs_fn *f, char *buf, size_t len)
+/* A VF's config: its PF's with its device id; a PF's: with its SR-IOV capability. */
+static ssize_t fn_config(const struct view *v, const struct pcifs_fn *f, char *buf, size_t len)
 {
 	char path[PATH_MAX * 2];
 	ssize_t k;
@@ -323,10 +326,12 @@ static ssize_t vf_config(const struct view *v, const struct pcifs_fn *f, char *b
 		return -errno;
 	k = read(fd, buf, len);
 	close(fd);
-	if (k >= 4) {
+	if (k >= 4 && f->pf >= 0) {
 		buf[2] = (char)(f->device & 0xff);
 		buf[3] = (char)(f->device >> 8);
 	}
+	if (k >= 4096 && f->pf < 0)
+		pcifs_sriov_cap((uint8_t *)buf, (size_t)k, v->m, f);
 	return k < 0 ? -errno : k;
 }
 
@@ -356,7 +361,8 @@ ssize_t view_read_attr(const struct view *v, const struct view_node *n, char *bu
 	case A_VF_DEVICE:
 		return snprintf(buf, len, "0x%04x\n", f->device);
 	case A_VF_CONFIG:
-		return vf_config(v, f, buf, len);
+	case A_PF_CONFIG:
+		return fn_config(v, f, buf, len);
 	case A_CMDLINE:
 		return snprintf(buf, len, "%s%s\n", v->cmdline,
 				m->iommu && !strstr(v->cmdline, "intel_iommu=on")

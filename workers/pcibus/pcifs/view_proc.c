@@ -103,6 +103,13 @@ int view_proc_resolve(const struct view *v, const char *p, struct view_node *n)
 	}
 	if ((fn = proc_fn(v->m, bus, slash + 1)) >= 0 && !v->m->fns[fn].present)
 		return -ENOENT;
+	if (fn >= 0 && v->m->fns[fn].totalvfs > 0) {	/* its SR-IOV capability */
+		n->fn = fn;
+		n->kind = V_ATTR;
+		n->mode = 0644;
+		n->attr = A_PF_CONFIG;
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/%s", v->procpci, p);
 	if (lstat(path, &st) < 0)
 		return -errno;
