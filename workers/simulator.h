@@ -8,6 +8,7 @@
 #include "ipc/proto.h"
 #include "ipc/state.h"
 #include "workers/host.h"
+#include "workers/stage_skip.h"
 
 enum sim_role {
 	SIM_ROLE_STAGE = 1 << 0,	/* stage/discard */
@@ -69,7 +70,18 @@ struct simulator {
 	 * makes them live: one atomic swap per surface.  Each must be
 	 * written by this simulator alone, up to what it lists elsewhere. */
 	const char *const *gens;
+	/* Incremental reconcile (workers/stage_skip.h), for a simulator with
+	 * gens: non-NULL, a Stage whose inputs and published output did not
+	 * change since its last publish renders and swaps nothing.  inputs
+	 * adds what Stage reads besides the state (files it copies in, host
+	 * files); stage_ignores names the state's top-level members Stage
+	 * never reads (a change there does not re-render; keep it exact). */
+	void (*inputs)(struct sim_ctx *ctx, const struct state *s, struct skip_key *k);
+	const char *const *stage_ignores;
 };
+
+/* An inputs callback for a Stage that reads the state alone. */
+void sim_inputs_state_only(struct sim_ctx *ctx, const struct state *s, struct skip_key *k);
 
 /* Between surfaces a long Apply may ask whether the supervisor cancelled
  * the wave (fail-fast); it then stops and reports "aborted". */

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include "ipc/sendq.h"
 #include "ipc/state.h"
 #include "workers/manifest.h"
@@ -30,6 +31,16 @@ struct worker {
 	 * a shared surface, told from another simulator's). */
 	bool staged, published;
 	struct manifest own;
+	/* Incremental reconcile (stage_skip.h): the digests the live
+	 * generation was rendered from (valid after its publish), those of
+	 * the pass in flight, and whether this pass's Stage was skipped. */
+	struct {
+		uint64_t state, inputs, output;
+		bool valid;
+	} last, pending;
+	bool skipped;
+	uint64_t state_key;	/* of the state received last */
+	bool state_key_ok;
 };
 
 /* The one worker of this process (sim_aborted needs it). */

@@ -65,6 +65,11 @@ static int load_state_fd(struct worker *w, int fd, char *err, size_t errlen)
 		return r;
 	}
 	r = state_decode(buf, len, &s, err, errlen);
+	/* What Stage renders from, for the incremental skip (stage_skip.h);
+	 * a state that cannot be digested is never skipped. */
+	if (r == 0 && w->sim->inputs)
+		w->state_key_ok = skip_state_key(buf, len, w->sim->stage_ignores,
+						 &w->state_key) == 0;
 	free(buf);
 	if (r < 0)
 		return r;

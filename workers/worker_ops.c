@@ -22,6 +22,7 @@
 #include "workers/generation.h"
 #include "workers/manifest.h"
 #include "workers/simulator.h"
+#include "workers/stage_skip.h"
 #include "workers/worker.h"
 
 void sim_error(struct sim_errors *errs, const char *surface, const char *fmt, ...)
@@ -194,6 +195,64 @@ static int remove_owned(struct worker *w, const char *kind,
 	return r ? r : errs->n ? -EIO : 0;
 }
 
+/* Incremental reconcile (stage_skip.h): true when this Stage may skip,
+ * its inputs and the published output being what the last publish left.
+ * The inputs are digested either way: a Stage that runs publishes them. */
+static bool stage_unchanged(struct worker *w)
+{
+	char file[PATH_MAX + 400];
+	struct skip_key k;
+	struct manifest m;
+	uint64_t out;
+	bool same;
+
+	w->pending.valid = false;
+	if (!w->sim->inputs || w->sock < 0 || !w->state_key_ok)
+		return false;
+	skip_key_init(&k);
+	w->sim->inputs(&w->ctx, &w->state, &k);
+	w->pending.state = w->state_key;
+	w->pending.inputs = k.h;
+	w->pending.valid = true;
+	if (!w->last.valid || !w->published)
+		return false;
+	if (w->last.state != w->pending.state || w->last.inputs != w->pending.inputs) {
+		log_debug("%s: %s changed: staging", w->sim->name,
+			  w->last.state != w->pending.state ? "state" : "inputs");
+		return false;
+	}
+	worker_manifest_file(w, "stage", file, sizeof(file));
+	if (manifest_load_at(&m, w->ctx.host.root, file) < 0)
+		return false;
+	same = skip_output_key(w->ctx.host.root, &m, &out) == 0 && out == w->last.output;
+	manifest_free(&m);
+	if (!same)
+		log_debug("%s: the published output changed since it was published: staging",
+			  w->sim->name);
+	return same;
+}
+
+/* After a publish: what the live generation was rendered from, and what
+ * it looks like on disk, for the next pass's stage_unchanged. */
+static void remember_published(struct worker *w)
+{
+	char file[PATH_MAX + 400];
+	struct manifest m;
+
+	w->last.valid = false;
+	if (!w->pending.valid)
+		return;
+	worker_manifest_file(w, "stage", file, sizeof(file));
+	if (manifest_load_at(&m, w->ctx.host.root, file) < 0)
+		return;
+	if (skip_output_key(w->ctx.host.root, &m, &w->last.output) == 0) {
+		w->last.state = w->pending.state;
+		w->last.inputs = w->pending.inputs;
+		w->last.valid = true;
+	}
+	manifest_free(&m);
+}
+
 int worker_stage(struct worker *w, struct sim_errors *errs)
 {
 	const char *delay = getenv("MOKKA_TEST_STAGE_DELAY_MS");
@@ -206,10 +265,20 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 		nanosleep(&ts, NULL);
 	}
 	w->staged = false;
+	w->skipped = false;
 	if (!w->sim->stage) {
 		w->staged = true;
 		return 0;
 	}
+	if (stage_unchanged(w)) {
+		log_debug("%s: generation %llu: inputs and published output unchanged: "
+			  "nothing to stage", w->sim->name, (unsigned long long)w->state.generation);
+		w->staged = w->skipped = true;
+		return 0;
+	}
+	/* This pass may replace the live generation: no skip until it is
+	 * published. */
+	w->last.valid = false;
 	if (w->sim->gens && (r = gen_prepare(&w->ctx.host, w->sim->name, w->sim->gens, true)) < 0) {
 		sim_error(errs, "state", "mock root '%s': shadow %s/%s: %s", w->state.mock_root,
 			  HOST_SHADOW_DIR, w->sim->name, strerror(-r));
@@ -233,6 +302,10 @@ int worker_publish(struct worker *w, struct sim_errors *errs)
 	if (!w->staged)
 		return 0;
 	w->staged = false;
+	if (w->skipped) {	/* the live generation is this pass's already */
+		w->skipped = false;
+		return 0;
+	}
 	if (w->sim->publish && (r = w->sim->publish(&w->ctx, &w->state, errs)) == 0 && errs->n)
 		r = -EIO;
 	if (r == 0 && w->sim->gens &&
@@ -240,6 +313,10 @@ int worker_publish(struct worker *w, struct sim_errors *errs)
 		sim_error(errs, "publish", "%s", err);
 	w->published = r == 0;
 	manifest_free(&w->own);
+	if (r == 0 && w->sim->gens)
+		remember_published(w);
+	else
+		w->last.valid = false;
 	return r;
 }
 
@@ -260,6 +337,7 @@ int worker_discard(struct worker *w, struct sim_errors *errs)
 	 * every generation (the live side may hold one the manifest never
 	 * listed: a pass staged, then not published), then the rest. */
 	w->staged = false;
+	w->last.valid = false;
 	if (w->sim->discard && (r = w->sim->discard(&w->ctx, errs)) < 0)
 		sim_error(errs, "stage", "%s", strerror(-r));
 	if (w->sim->gens && w->have_state &&
@@ -307,3 +385,9 @@ bool worker_ready(struct worker *w, char *reason, size_t len)
 	return true;
 }
 
+void sim_inputs_state_only(struct sim_ctx *ctx, const struct state *s, struct skip_key *k)
+{
+	(void)ctx;
+	(void)s;
+	(void)k;
+}

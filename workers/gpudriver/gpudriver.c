@@ -9,6 +9,7 @@
 
 #include "ipc/log.h"
 #include "workers/gpudriver/gpudriver.h"
+#include "workers/gpudriver/mig.h"
 
 const struct gd_cap gd_caps[] = {
 	{ "mig/config", "nvidia-cap1", 1, 0400 },
@@ -160,6 +161,26 @@ static const char *const gd_gens[] = {
 	"/sys/module/nvidia_drm", NULL,
 };
 
+/* Incremental reconcile (workers/stage_skip.h): besides the state, Stage
+ * reads the library and nvidia-smi it copies in, the host's /proc/devices
+ * and the MIG device state store consumers change at run time. */
+static void gd_inputs(struct sim_ctx *ctx, const struct state *s, struct skip_key *k)
+{
+	char path[4200];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/libnvidia-ml.so%s", ctx->libdir ? ctx->libdir : ".",
+			 i ? ".1" : "");
+		skip_key_stat(k, path);
+	}
+	skip_key_stat(k, s->nvidia_smi_src);
+	snprintf(path, sizeof(path), "%s/proc/devices", ctx->host.root);
+	skip_key_file(k, path, 1 << 16);
+	skip_key_file(k, "/proc/devices", 1 << 16);
+	if (gd_mig_store_dir(&ctx->host, s->mock_root, path, sizeof(path)) == 0)
+		skip_key_dir(k, path, 1 << 16);
+}
+
 const struct simulator gpudriver_simulator = {
 	.name = "gpudriver",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_APPLY,
@@ -169,4 +190,5 @@ const struct simulator gpudriver_simulator = {
 	.discard = gd_discard,
 	.ready = gd_ready,
 	.gens = gd_gens,
+	.inputs = gd_inputs,	/* the whole state: the profile document is one input */
 };

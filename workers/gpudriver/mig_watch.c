@@ -133,6 +133,16 @@ struct want {
 	bool node[3 + DS_CAPS_GPUS * DS_MAX_GI * (1 + DS_MAX_CI)];
 };
 
+/* A node Stage makes for good (gd_caps: IMEX's nvidia-cap512 lies in the
+ * MIG minors' range), never a MIG instance's to remove. */
+static bool fixed_cap(unsigned m)
+{
+	for (size_t i = 0; i < gd_ncaps; i++)
+		if (gd_caps[i].minor == m)
+			return true;
+	return false;
+}
+
 static void sync_nodes(const struct want *want)
 {
 	char dir[1200], name[32];
@@ -151,7 +161,7 @@ static void sync_nodes(const struct want *want)
 		char end;
 
 		if (sscanf(e->d_name, "nvidia-cap%u%c", &m, &end) == 1 && m >= 3 &&
-		    m < sizeof(want->node) && !want->node[m])
+		    m < sizeof(want->node) && !want->node[m] && !fixed_cap(m))
 			unlinkat(dirfd(d), e->d_name, 0);
 	}
 	for (unsigned m = 3; m < sizeof(want->node); m++) {	/* instances new */

@@ -180,6 +180,23 @@ static int ib_discard(struct sim_ctx *ctx, struct sim_errors *errs)
  * never reads the config of a pass that failed. */
 static const char *const ib_gens[] = { IB_SYS, IB_DEV, IB_LIB, IB_CONFIG, NULL };
 
+/* Incremental reconcile (workers/stage_skip.h): Stage reads the state's
+ * ib section and top-level fields, and copies the shims in. */
+static const char *const ib_stage_ignores[] = {
+	"devices", "roots", "fabric", "cri", "imex", "pci", "topology_doc", "profile_doc",
+	"profile", NULL,
+};
+
+static void ib_inputs(struct sim_ctx *ctx, const struct state *s, struct skip_key *k)
+{
+	char src[4200];
+
+	for (int i = 0; ib_shim_files[i]; i++) {
+		snprintf(src, sizeof(src), "%s/%s", ctx->libdir ? ctx->libdir : ".", ib_shim_files[i]);
+		skip_key_stat(k, src);
+	}
+}
+
 const struct simulator ib_simulator = {
 	.name = "ib",
 	.roles = SIM_ROLE_STAGE | SIM_ROLE_DAEMON,
@@ -188,4 +205,6 @@ const struct simulator ib_simulator = {
 	.discard = ib_discard,
 	.ready = ib_ready,
 	.gens = ib_gens,
+	.inputs = ib_inputs,
+	.stage_ignores = ib_stage_ignores,
 };

@@ -41,6 +41,10 @@ static const struct simulator nvlink_simulator = {
 	.roles = SIM_ROLE_STAGE,
 	.stage = nvlink_stage,
 	.gens = topology_paths,
+	/* Incremental reconcile: the topology document is all Stage reads. */
+	.inputs = sim_inputs_state_only,
+	.stage_ignores = (const char *const[]){ "devices", "roots", "fabric", "ib", "cri",
+		"imex", "pci", "profile_doc", "profile", NULL },
 };
 
 int main(int argc, char **argv)
