@@ -1,7 +1,8 @@
 /* NRI on by default (issue 18): the supervisor's --nri-plugin[=BOOL] and
  * what it derives for mokka-nri (the staging lock, /stagedz's host:port)
- * down to state.cri; mokka-nri's own command line (NVIDIA's nvml-mock-nri
- * names, their environment variables, our aliases). */
+ * down to state.cri, and the daemon spec cri makes of it; mokka-nri's own
+ * command line (NVIDIA's nvml-mock-nri names, their environment variables,
+ * our aliases) and host paths resolved inside the host root. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include "nri/nri.h"
 #include "profile/compile.h"
 #include "supervisor/options.h"
+#include "supervisor/simtable.h"
+#include "workers/cri/cri.h"
 
 static struct options o;
 
@@ -225,4 +228,50 @@ Test(nri_options, paths_resolved_inside_the_root)
 	cr_assert_eq(dirfd, -1);
 	snprintf(p, sizeof(p), "rm -rf %s", root);
 	cr_assert_eq(system(p), 0);
+}
+
+/* The cri simulator describes mokka-nri from the compiled state, and the
+ * spec passes cri's row (the supervisor starts nothing else). */
+
+static const struct sim_def *cri_row(void)
+{
+	for (size_t i = 0; i < sim_table_len; i++)
+		if (!strcmp(sim_table[i].name, "cri"))
+			return &sim_table[i];
+	return NULL;
+}
+
+Test(nri_options, cri_describes_mokka_nri_within_its_row)
+{
+	struct sim_ctx ctx = { 0 };
+	struct ipc_daemon_spec d = { 0 };
+	struct sim_errors errs = { 0 };
+	struct state s;
+	char why[512], line[2048] = "";
+
+	cr_assert_eq(sup("--node-name", "node-7", "--health-addr", ":7100", NULL), 0);
+	compiled(&s);
+	snprintf(ctx.host.root, sizeof(ctx.host.root), "/tmp/r");
+	cr_assert_eq(cri_nri_daemon(&ctx, &s, &d, &errs), 0);
+	cr_assert_str_eq(d.name, "mokka-nri");
+	for (int i = 0; d.argv[i]; i++)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", i ? " " : "",
+			 d.argv[i]);
+	cr_assert_str_eq(line, "mokka-nri --host-root /tmp/r --socket-path /var/run/nri/nri.sock "
+			 "--overlay-host-path /var/lib/nvml-mock --cdi-spec-host-path "
+			 "/var/run/cdi/nvml-mock-nri.yaml --staging-lock-path "
+			 "/run/nvml-mock/nri-staging.lock --stagedz-addr 127.0.0.1:7100 "
+			 "--node-name node-7");
+	cr_assert_not_null(cri_row());
+	cr_assert_not_null(simtable_check_daemon(cri_row(), &d, why, sizeof(why)), "%s", why);
+	ipc_daemon_spec_free(&d);
+	state_free(&s);
+	/* opted out: no daemon (the supervisor stops a running one) */
+	cr_assert_eq(sup("--nri-plugin=false", NULL), 0);
+	compiled(&s);
+	memset(&d, 0, sizeof(d));
+	cr_assert_eq(cri_nri_daemon(&ctx, &s, &d, &errs), 0);
+	cr_assert_str_eq(d.name, "");
+	cr_assert_null(d.argv[0]);
+	state_free(&s);
 }
