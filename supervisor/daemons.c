@@ -14,6 +14,7 @@
 
 #include "ipc/log.h"
 #include "supervisor/pidfile.h"
+#include "supervisor/rootdirs.h"
 #include "supervisor/simtable.h"
 #include "supervisor/spawn.h"
 #include "supervisor/supervisor.h"
@@ -29,9 +30,11 @@ static struct daemon_proc *find_owned(struct supervisor *s, const char *owner)
 static void daemon_start(struct supervisor *s, struct daemon_proc *d);
 
 /* R/state: where the daemon records live (pidfile.h). */
-static void records_dir(const struct supervisor *s, char *buf, size_t len)
+/* R/state beneath the host root: an fd to close, its /proc path in buf
+ * for pidfile.c (a link planted there is refused and named). */
+static int records_dir(const struct supervisor *s, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s/state", s->opt.host_root, s->opt.mock_root);
+	return rootdirs_state_fd(s->opt.host_root, s->opt.mock_root, buf, len);
 }
 
 /* /readyz and /metrics follow the daemon: up, or down since when and
@@ -78,7 +81,7 @@ static void daemon_start(struct supervisor *s, struct daemon_proc *d)
 	struct spawn_req req = { .path = d->path, .argv = d->spec.argv, .env_add = d->spec.env,
 				 .ipc_fd = -1, .caps = d->def->caps };
 	char err[512], dir[4200];
-	int r;
+	int r = 0, fd;
 
 	/* Never two copies: a daemon owns a socket, a port or a marker. */
 	if (d->pid)
@@ -92,10 +95,12 @@ static void daemon_start(struct supervisor *s, struct daemon_proc *d)
 		return;
 	}
 	/* So that a successor finds it should we die without a teardown. */
-	records_dir(s, dir, sizeof(dir));
-	if ((r = pidfile_write(dir, d->name, d->pid, d->path, d->spec.argv)) < 0)
-		log_warn("daemon %s: recording pid %d in %s: %s", d->name, (int)d->pid, dir,
-			 strerror(-r));
+	if ((fd = records_dir(s, dir, sizeof(dir))) < 0 ||
+	    (r = pidfile_write(dir, d->name, d->pid, d->path, d->spec.argv)) < 0)
+		log_warn("daemon %s: recording pid %d in %s%s/state: %s", d->name, (int)d->pid,
+			 s->opt.host_root, s->opt.mock_root, strerror(fd < 0 ? -fd : -r));
+	if (fd >= 0)
+		close(fd);
 	sync_status(d);
 	log_info("daemon %s started (pid %d)", d->name, (int)d->pid);
 }
@@ -201,14 +206,17 @@ void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload
 bool daemons_on_exit(struct supervisor *s, pid_t pid, int status)
 {
 	char dir[4200];
+	int fd;
 
 	for (int i = 0; i < MAX_DAEMONS; i++) {
 		struct daemon_proc *d = &s->daemons[i];
 		if (!d->used || d->pid != pid)
 			continue;
 		d->pid = 0;
-		records_dir(s, dir, sizeof(dir));
-		pidfile_remove(dir, d->name);
+		if ((fd = records_dir(s, dir, sizeof(dir))) >= 0) {
+			pidfile_remove(dir, d->name);
+			close(fd);
+		}
 		loop_timer_stop(s->loop, &d->kill_timer);
 		if (WIFSIGNALED(status))
 			snprintf(d->st->last_exit, sizeof(d->st->last_exit), "died on signal %d",

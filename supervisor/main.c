@@ -75,13 +75,17 @@ static void test_knobs(bool build_tree)
  * before ours start: one instance of each, always (pidfile.h). */
 static void stop_stale_daemons(const struct supervisor *s)
 {
-	char dir[8192];
-	int r;
+	char dir[64];
+	int fd, r;
 
-	snprintf(dir, sizeof(dir), "%s%s/state", s->opt.host_root, s->opt.mock_root);
+	/* R/state beneath the root: pidfile.c is given its fd's path. */
+	if ((fd = rootdirs_state_fd(s->opt.host_root, s->opt.mock_root, dir, sizeof(dir))) < 0)
+		return;
 	r = pidfile_stop_stale(dir, 2000);
+	close(fd);
 	if (r < 0)
-		log_warn("%s: looking for daemons of a previous instance: %s", dir, strerror(-r));
+		log_warn("%s%s/state: looking for daemons of a previous instance: %s",
+			 s->opt.host_root, s->opt.mock_root, strerror(-r));
 }
 
 /* A restart means a pristine profile (SURFACES.md §0): runtime overrides
@@ -90,16 +94,19 @@ static void stop_stale_daemons(const struct supervisor *s)
 static void truncate_overrides(const struct supervisor *s)
 {
 	char path[2][8192], dir[8192];
+	int r;
 
-	/* The node's document, and one beside a config at R/config. */
-	snprintf(dir, sizeof(dir), "%s%s/config", s->opt.host_root, s->opt.mock_root);
+	/* The node's document, and one beside a config at R/config: host
+	 * paths, emptied beneath the host root (a link there is refused and
+	 * named, never followed). */
+	snprintf(dir, sizeof(dir), "%s/config", s->opt.mock_root);
 	ovr_path_beside(path[0], sizeof(path[0]), dir);
-	ovr_path(path[1], sizeof(path[1]), s->opt.host_root, s->opt.mock_root);
+	ovr_path(path[1], sizeof(path[1]), "", s->opt.mock_root);
 	for (size_t i = 0; i < 2; i++) {
-		if (truncate(path[i], 0) == 0)
-			log_info("reset runtime overrides %s", path[i]);
-		else if (errno != ENOENT)
-			log_warn("%s: truncate: %s", path[i], strerror(errno));
+		if ((r = rootdirs_truncate(s->opt.host_root, path[i])) > 0)
+			log_info("reset runtime overrides %s%s", s->opt.host_root, path[i]);
+		else if (r < 0 && r != -ELOOP && r != -EXDEV)
+			log_warn("%s%s: truncate: %s", s->opt.host_root, path[i], strerror(-r));
 	}
 }
 

@@ -1,11 +1,14 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio/beneath.h"
+#include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "supervisor/rootdirs.h"
 
@@ -32,8 +35,12 @@ static int mkdirs(struct rootdirs *rd, const char *full, size_t skip)
 		r = beneath_mkdir(rootfd, p + skip, 0755);
 		if (r == 0 && rd->n < ROOTDIRS_MAX)
 			snprintf(rd->created[rd->n++], sizeof(rd->created[0]), "%s", p);
-		if (r == -ELOOP)
-			log_error("%s: a symbolic link Mokka did not make: refusing to follow it", p);
+		if (r == -ELOOP || r == -EXDEV) {
+			char why[PATH_MAX + 300];
+
+			beneath_explain(rootfd, root, p + skip, r, why, sizeof(why));
+			log_error("%s", why);
+		}
 		r = r == -EEXIST ? 0 : r;
 		p[i] = c;
 	}
@@ -46,28 +53,88 @@ static int mkdirs(struct rootdirs *rd, const char *full, size_t skip)
  * its teardown: the root is left as the first start found it. */
 #define ROOTDIRS_RECORD "/rootdirs.created"
 
-static void record(struct rootdirs *rd, const char *state)
+static void record(struct rootdirs *rd, const char *root, const char *state)
 {
-	char file[4200], line[4096];
-	FILE *f;
+	char *buf = NULL, fdpath[64];
+	size_t len = 0, off = 0;
+	int rootfd = beneath_root(root), dfd = -1, fd = -1;
 
-	snprintf(file, sizeof(file), "%s" ROOTDIRS_RECORD, state);
+	/* Beneath the root, never through a link planted at R/state. */
+	if (rootfd < 0 || (dfd = beneath_open(rootfd, state + strlen(root), O_PATH | O_DIRECTORY,
+					     0)) < 0)
+		goto out;
 	if (rd->n == 0) {		/* found present: made by an earlier start? */
-		if (!(f = fopen(file, "re")))
-			return;
-		while (rd->n < ROOTDIRS_MAX && fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = '\0';
-			if (line[0] == '/')
-				snprintf(rd->created[rd->n++], sizeof(rd->created[0]), "%s", line);
-		}
-		fclose(f);
-		return;
+		fd = openat(dfd, ROOTDIRS_RECORD + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 || beneath_fdpath(fd, NULL, fdpath, sizeof(fdpath)) < 0 ||
+		    fileio_read(fdpath, ROOTDIRS_MAX * 4200, &buf, &len, NULL, 0) < 0)
+			goto out;
+		for (char *save = NULL, *l = strtok_r(buf, "\n", &save);
+		     l && rd->n < ROOTDIRS_MAX; l = strtok_r(NULL, "\n", &save))
+			if (l[0] == '/')
+				snprintf(rd->created[rd->n++], sizeof(rd->created[0]), "%s", l);
+		goto out;
 	}
-	if (!(f = fopen(file, "we")))
-		return;
-	for (int i = 0; i < rd->n; i++)
-		fprintf(f, "%s\n", rd->created[i]);
-	fclose(f);
+	buf = malloc((size_t)rd->n * 4097 + 1);
+	for (int i = 0; buf && i < rd->n; i++)
+		off += (size_t)sprintf(buf + off, "%s\n", rd->created[i]);
+	if (buf)
+		beneath_replace(dfd, ROOTDIRS_RECORD + 1, buf, off, 0644, 0);
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (rootfd >= 0)
+		close(rootfd);
+}
+
+int rootdirs_state_fd(const char *host_root, const char *mock_root, char *buf, size_t len)
+{
+	char rel[4200], why[PATH_MAX + 300];
+	int rootfd = beneath_root(host_root), fd;
+
+	if (rootfd < 0)
+		return rootfd;
+	snprintf(rel, sizeof(rel), "%s/state", mock_root);
+	fd = beneath_open(rootfd, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd == -ELOOP || fd == -EXDEV) {
+		beneath_explain(rootfd, host_root, rel, fd, why, sizeof(why));
+		log_error("%s", why);
+	}
+	close(rootfd);
+	if (fd >= 0 && beneath_fdpath(fd, NULL, buf, len) < 0) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	return fd;
+}
+
+int rootdirs_truncate(const char *host_root, const char *rel)
+{
+	char why[PATH_MAX + 300];
+	struct stat st;
+	int rootfd = beneath_root(host_root), fd, r = 1;
+
+	if (rootfd < 0)
+		return rootfd;
+	/* O_NONBLOCK: a FIFO planted there does not hang the start. */
+	fd = beneath_open(rootfd, rel, O_WRONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd == -ELOOP || fd == -EXDEV) {
+		beneath_explain(rootfd, host_root, rel, fd, why, sizeof(why));
+		log_error("%s", why);
+	}
+	close(rootfd);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if (ftruncate(fd, 0) < 0)
+		r = -errno;
+	close(fd);
+	return r;
 }
 
 /* The host root of this run (rootdirs_cleanup resolves beneath it). */
@@ -91,7 +158,7 @@ int rootdirs_prepare(struct rootdirs *rd, const char *host_root, const char *moc
 	if (r < 0)
 		log_error("%s: mkdir: %s", full, strerror(-r));
 	else
-		record(rd, full);
+		record(rd, host_root, full);
 	return r;
 }
 

@@ -10,6 +10,9 @@
 #   C  mokka-ctl --host-root: the document's directory, the document, the
 #      lock, the Xid journal
 #   S  a supervisor pass: the IMEX cache (Stage), /run/nvidia/driver (Apply)
+#   T  a supervisor start: the runtime overrides it empties (a link to a
+#      file outside is refused, the file keeps its bytes), R/state (where
+#      it records its daemons' pids)
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (device nodes, mounts)"; exit 77; }
@@ -112,5 +115,28 @@ wait_for 30 sh -c "! kill -0 $SUP_PID 2>/dev/null" || fail "S: no exit on SIGTER
 wait "$SUP_PID" 2>/dev/null
 SUP_PID=
 same_outside S
+
+# ---- T: what a supervisor start empties, where it records ----
+rm -rf "$ROOT"
+mkdir -p "$ROOT"
+plant "$R/driver/config/overrides.yaml" file
+plant "$R/config/overrides.yaml" file
+listing > "$T/out-before"
+start_supervisor --simulators gpudriver
+wait_for 30 named "$T/sup.log" "$R/config/overrides.yaml"
+for p in "$R/driver/config/overrides.yaml" "$R/config/overrides.yaml"; do
+	check "T: the log names $p" named "$T/sup.log" "$p"
+done
+stop_supervisor
+same_outside "T overrides"
+rm -rf "$ROOT"
+mkdir -p "$ROOT"
+plant "$R/state"
+listing > "$T/out-before"
+start_supervisor --simulators gpudriver
+check "T: a start refuses $R/state" wait_for 30 sh -c "! kill -0 $SUP_PID 2>/dev/null"
+check "T: the log names $R/state" named "$T/sup.log" "$R/state"
+stop_supervisor
+same_outside "T state"
 
 [ "$FAILS" -eq 0 ] || exit 1
