@@ -207,3 +207,68 @@ Test(beneath, teardown_takes_stale_temporaries)
 	cr_expect_eq(manifest_remove_stale(root, &own, NULL), 0);
 	sh("test ! -e '%s" R "/x'", root);
 }
+
+/* fileio/beneath_ops.c: mkdir -p and the atomic replace refuse links (the
+ * leaf's included), never make or write anything through one. */
+Test(beneath, ops_refuse_links)
+{
+	char victim[400], fdpath[64];
+	int rootfd = beneath_root(root), dfd, base = entries(out);
+
+	cr_assert_geq(rootfd, 0);
+	cr_expect_eq(beneath_mkdirs(rootfd, "/a/b/c", 0755), 0);
+	cr_expect_eq(beneath_mkdirs(rootfd, "a/b/c/", 0755), 0);	/* there already */
+	sh("ln -s '%s' '%s/a/b/l'", out, root);
+	cr_expect_eq(beneath_mkdirs(rootfd, "/a/b/l/d", 0755), -ELOOP);
+	cr_expect_eq(beneath_unlink(rootfd, "/a/b/l/x", 0), -ELOOP);
+	dfd = beneath_open(rootfd, "/a/b", O_PATH | O_DIRECTORY, 0);
+	cr_assert_geq(dfd, 0);
+	snprintf(victim, sizeof(victim), "%s/victim", out);
+	sh("echo keep > '%s' && ln -s '%s' '%s/a/b/f'", victim, victim, root);
+	cr_expect_eq(beneath_replace(dfd, "f", "new", 3, 0644, 0), -ELOOP);
+	sh("grep -qx keep '%s' && test -L '%s/a/b/f'", victim, root);
+	cr_expect_eq(beneath_replace(dfd, "f", "new", 3, 0644, BENEATH_REPLACE_LINK), 0);
+	sh("grep -qx keep '%s' && test ! -L '%s/a/b/f' && grep -qx new '%s/a/b/f'", victim, root,
+	   root);
+	cr_expect_eq(beneath_replace(dfd, "g", "x", 1, 0600, BENEATH_REPLACE_SYNC), 0);
+	sh("test \"$(stat -c %%a '%s/a/b/g')\" = 600", root);
+	sh("! ls -a '%s/a/b' | grep -q mokka-tmp", root);
+	cr_expect_eq(beneath_fdpath(dfd, "g", fdpath, sizeof(fdpath)), 0);
+	{	/* this process's fd: opened here, not in a shell */
+		char c = 0;
+		int fd = open(fdpath, O_RDONLY | O_CLOEXEC);
+
+		cr_expect(fd >= 0 && read(fd, &c, 1) == 1 && c == 'x', "%s", fdpath);
+		if (fd >= 0)
+			close(fd);
+	}
+	cr_expect_eq(entries(out), base + 1, "only the victim was made outside");
+	close(dfd);
+	close(rootfd);
+}
+
+/* beneath_open_in_root: a link is followed as a chroot would, an absolute
+ * target or "../.." stays inside the root. */
+Test(beneath, in_root_stays_inside)
+{
+	int rootfd = beneath_root(root), fd;
+	struct stat a, b;
+	char p[400];
+
+	cr_assert_geq(rootfd, 0);
+	sh("mkdir -p '%s/run/cdi' '%s/var' '%s/cdi' && ln -s /run '%s/var/run' && "
+	   "ln -s ../../../../../../../../cdi '%s/var/up'", root, root, out, root, root);
+	fd = beneath_open_in_root(rootfd, "/var/run/cdi", O_PATH | O_DIRECTORY, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &a), 0);
+	close(fd);
+	sh("test -d '%s/run/cdi'", root);
+	snprintf(p, sizeof(p), "%s/run/cdi", root);
+	cr_assert_eq(stat(p, &b), 0);
+	cr_expect(a.st_ino == b.st_ino, "resolved inside the root");
+	fd = beneath_open_in_root(rootfd, "/var/up", O_PATH | O_DIRECTORY, 0);
+	cr_expect_eq(fd, -ENOENT, "../.. climbs no higher than the root (no %s/cdi)", root);
+	if (fd >= 0)
+		close(fd);
+	close(rootfd);
+}
