@@ -18,7 +18,9 @@
  * The decoder is strict (the file is untrusted bytes): nvi_open checks
  * the sizes, the checksum, the tree table and every string; nvi_tree
  * checks each node's offsets, kind, flags, kid count and depth as it
- * builds the tree (one pass), and the size the tree declared, exactly. */
+ * builds the tree (one pass), and the size the tree declared, exactly.
+ * A mapping that repeats a key is not refused: yl_get takes the first, as
+ * in any tree, and the compiler never writes one (yaml_lite refuses them). */
 #ifndef MOKKA_NVIMAGE_H
 #define MOKKA_NVIMAGE_H
 
@@ -34,6 +36,7 @@
 #define NVI_VERSION 1u
 #define NVI_MAX_SIZE (64u << 20)
 #define NVI_MAX_TREES 4097u	/* the profile and 4096 devices[] entries */
+#define NVI_MAX_TREE_BYTES (256u << 20)	/* one decoded tree */
 #define NVI_NONE UINT32_MAX	/* no key / no text */
 #define NVI_QUOTED 1u		/* yl_node.quoted (scalars only) */
 
@@ -74,6 +77,7 @@ struct nvi {
 	const struct nvi_rec *nodes;
 	const char *strtab;
 	unsigned char *starts;	/* bitmap: where a checked string starts */
+	size_t max_str;		/* the longest string's length */
 };
 
 /* A 64-bit hash of len bytes (checksum and source identity; not crypto). */

@@ -75,6 +75,8 @@ static int check_strings(struct nvi *img, char *why, size_t whylen)
 		if (len > size - off - 5 || s[len] != 0 || memchr(s, 0, len))
 			return bad(why, whylen, "string at %zu: bad length %u or NUL", off, len);
 		img->starts[off / 8] |= (unsigned char)(1u << off % 8);
+		if (len > img->max_str)
+			img->max_str = len;
 		off += (size_t)len + 5;
 	}
 	return 0;
@@ -95,11 +97,19 @@ int nvi_open(struct nvi *img, const void *buf, size_t len, char *why, size_t why
 	img->trees = (const struct nvi_tree_rec *)(h + 1);
 	img->nodes = (const struct nvi_rec *)(img->trees + h->ntrees);
 	img->strtab = (const char *)(img->nodes + h->nnodes);
+	if ((rc = check_strings(img, why, whylen)) < 0)
+		goto err;
 	for (uint32_t k = 0; k < h->ntrees; k++) {
 		const struct nvi_tree_rec *t = &img->trees[k];
+		/* What count nodes can take at most (each with two of the
+		 * longest strings, and count - 1 kid pointers between them), so
+		 * a forged size never makes nvi_tree allocate more. */
+		uint64_t most = (uint64_t)t->count * (nvi_node_bytes(1, (long)img->max_str,
+								       (long)img->max_str));
 
 		if (t->first != first || t->count == 0 || t->count > h->nnodes - first || t->zero ||
-		    t->bytes < sizeof(struct yl_node)) {
+		    t->bytes < sizeof(struct yl_node) || t->bytes > most ||
+		    t->bytes > NVI_MAX_TREE_BYTES) {
 			rc = bad(why, whylen, "tree %u: nodes %u+%u (%u bytes), expected from %zu",
 				 k, t->first, t->count, t->bytes, first);
 			goto err;
@@ -110,8 +120,6 @@ int nvi_open(struct nvi *img, const void *buf, size_t len, char *why, size_t why
 		rc = bad(why, whylen, "%zu nodes outside every tree", h->nnodes - first);
 		goto err;
 	}
-	if ((rc = check_strings(img, why, whylen)) < 0)
-		goto err;
 	return 0;
 err:
 	nvi_close(img);

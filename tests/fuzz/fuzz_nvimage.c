@@ -2,7 +2,7 @@
  * input, resealed (its checksum recomputed, so mutations reach the
  * structural checks), is opened and every tree built; it must never
  * crash, a refused tree is never handed out, and an accepted image
- * re-encodes to one that decodes to the same trees. */
+ * re-encodes to one that decodes to the same trees, node by node. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,20 @@
 #include "nvimage/nvimage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Node by node, in order (yl_equal looks keys up, and the decoder does
+ * not refuse a mapping that repeats a key: yl_get takes the first). */
+static bool same(const struct yl_node *a, const struct yl_node *b, bool root)
+{
+	if (a->kind != b->kind || a->quoted != b->quoted || a->n != b->n ||
+	    !a->str != !b->str || (a->str && strcmp(a->str, b->str)) ||
+	    (!root && (!a->key != !b->key || (a->key && strcmp(a->key, b->key)))))
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!same(a->kids[i], b->kids[i], false))
+			return false;
+	return true;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -42,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t k = 0; k < n; k++) {
 			struct yl_node *t;
 
-			if (nvi_tree(&w, k, &t, why, sizeof(why)) < 0 || !yl_equal(t, trees[k]))
+			if (nvi_tree(&w, k, &t, why, sizeof(why)) < 0 || !same(t, trees[k], true))
 				abort();
 			yl_free(t);
 		}

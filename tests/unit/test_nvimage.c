@@ -216,6 +216,7 @@ Test(nvimage, every_corruption_refused)
 	refused(&m, true, "trees that split a tree");
 	m = fresh(); m.t[0].bytes += 8; refused(&m, true, "a declared size too large");
 	m = fresh(); m.t[0].bytes -= 8; refused(&m, true, "a declared size too small");
+	m = fresh(); m.t[0].bytes = UINT32_MAX; refused(&m, true, "a size no tree can take");
 	m = fresh(); m.t[0].zero = 1; refused(&m, true, "a tree record's padding set");
 	m = fresh(); m.n[0].kind = 4; refused(&m, true, "an unknown kind");
 	m = fresh(); m.n[0].flags = 2; refused(&m, true, "an unknown flag");
