@@ -62,6 +62,7 @@ struct ctl_call {
 	struct ovr_xid_event inject;	/* the call's injection (seq 0 = none) */
 	char *err;			/* message for the user on failure */
 	size_t errlen;
+	const char *root;		/* host root the layout lies beneath, or NULL */
 };
 
 /* One command: edit doc (locked, parsed) for call->target, or with

@@ -285,6 +285,7 @@ static int run(struct args *a)
 	 * there (a path the operator named is taken as named). */
 	if (!a->overrides && (a->host_root || a->mock_root || !env("MOCK_NVML_OVERRIDES")))
 		f.root = a->host_root && strcmp(a->host_root, "/") ? a->host_root : "";
+	call.root = f.root;
 	if ((r = ctl_profile_load(&prof, conf, err, sizeof(err))) < 0 ||
 	    (r = ctl_target_parse(&prof, a->gpu ? a->gpu : "all", &call.target, err,
 				  sizeof(err))) < 0 ||

@@ -1,14 +1,20 @@
 /* mokka-ctl reset also forgets what consumers set through NVML: the GPU's
  * (or every GPU's) document in the device state store (devstate/) beside
  * the engine config, R/driver/config/state, or $MOCK_NVML_STATE_DIR as the
- * library reads it.  The next Stage applies a declared MIG layout again. */
+ * library reads it.  The next Stage applies a declared MIG layout again.
+ * In the on-host layout the store is reached beneath the host root, never
+ * through a link (fileio/beneath.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl/ctl.h"
 #include "devstate/devstate.h"
+#include "fileio/beneath.h"
 
 static void store_dir(const struct ctl_call *call, char *dir, size_t len)
 {
@@ -24,6 +30,34 @@ static void store_dir(const struct ctl_call *call, char *dir, size_t len)
 	snprintf(slash ? slash + 1 : dir, len - (size_t)(slash ? slash + 1 - dir : 0), "state");
 }
 
+/* ds_open of dir; beneath call->root when the layout is the host's (a
+ * link there: -ELOOP with call->err naming it). */
+static int store_open(struct ctl_call *call, const char *dir, struct ds_store *st)
+{
+	size_t n = call->root ? strlen(call->root) : 0;
+	const char *env = getenv("MOCK_NVML_STATE_DIR");
+	char fdpath[64], why[PATH_MAX + 300];
+	int rootfd, fd, r;
+
+	if (!call->root || (env && *env) || strncmp(dir, call->root, n) != 0 || dir[n] != '/')
+		return ds_open(st, dir, false);
+	if ((rootfd = beneath_root(call->root)) < 0)
+		return rootfd;
+	fd = beneath_open(rootfd, dir + n, O_PATH | O_DIRECTORY, 0);
+	if (fd == -ELOOP || fd == -EXDEV) {
+		beneath_explain(rootfd, call->root, dir + n, fd, why, sizeof(why));
+		snprintf(call->err, call->errlen, "%s", why);
+	}
+	close(rootfd);
+	if (fd < 0)
+		return fd;
+	/* ds_open takes a path: the directory's own, through /proc. */
+	if ((r = beneath_fdpath(fd, NULL, fdpath, sizeof(fdpath))) == 0)
+		r = ds_open(st, fdpath, false);
+	close(fd);
+	return r;
+}
+
 int ctl_state_reset(struct ctl_call *call)
 {
 	char dir[PATH_MAX + 16];
@@ -32,8 +66,10 @@ int ctl_state_reset(struct ctl_call *call)
 	int r;
 
 	store_dir(call, dir, sizeof(dir));
-	if ((r = ds_open(&st, dir, false)) == -ENOENT)
+	if ((r = store_open(call, dir, &st)) == -ENOENT)
 		return 0;	/* nothing was ever set */
+	if (r == -ELOOP || r == -EXDEV)
+		return r;	/* named in call->err */
 	if (r < 0 || (r = ds_lock(&st)) < 0) {
 		snprintf(call->err, call->errlen, "%s: the device state store: %s", dir, strerror(-r));
 		if (r != -ENOENT)
@@ -87,8 +123,10 @@ int ctl_cmd_gpu_reset(struct ctl_call *call, struct yl_node **doc)
 
 	(void)doc;
 	store_dir(call, dir, sizeof(dir));
-	if ((r = ds_open(&st, dir, false)) == -ENOENT)
+	if ((r = store_open(call, dir, &st)) == -ENOENT)
 		return 0;
+	if (r == -ELOOP || r == -EXDEV)
+		return r;	/* named in call->err */
 	if (r < 0 || (r = ds_lock(&st)) < 0) {
 		if (r != -ENOENT)
 			ds_close(&st);

@@ -8,7 +8,7 @@
 # change.
 #   M  mock-ib standalone: the socket's directory, the socket itself
 #   C  mokka-ctl --host-root: the document's directory, the document, the
-#      lock, the Xid journal
+#      lock, the Xid journal, the device state store (reset)
 #   S  a supervisor pass: the IMEX cache (Stage), /run/nvidia/driver (Apply)
 #   T  a supervisor start: the runtime overrides it empties (a link to a
 #      file outside is refused, the file keeps its bytes), R/state (where
@@ -87,6 +87,13 @@ for p in "$CFG/overrides.yaml" "$CFG/.overrides.lock" "$CFG/.overrides.xids"; do
 	same_outside "C $p"
 	unplant "$p"
 done
+# The device state store reset clears.
+plant "$CFG/state"
+listing > "$T/out-before"
+ctl reset > "$T/ctl.log" 2>&1 && fail "C: mokka-ctl reset went through $CFG/state"
+check "C: the error names $CFG/state" named "$T/ctl.log" "$CFG/state"
+same_outside "C $CFG/state"
+unplant "$CFG/state"
 # The directory itself (the config is read through it; nothing written).
 mv "$ROOT$CFG" "$OUT/config" && ln -s "$OUT/config" "$ROOT$CFG"
 listing > "$T/out-before"
@@ -100,6 +107,7 @@ mkdir -p "$ROOT"
 plant "$R/cache"
 plant /run/nvidia/driver
 listing > "$T/out-before"
+: > "$T/sup.log"
 start_supervisor --simulators gpudriver,imex --imex-channel-count 2 \
 	--config "$S/etc/profiles/gb200.yaml" --feature-gates IMEXDownload=true \
 	--imex-download-url http://127.0.0.1:1/imex.tar.xz \
