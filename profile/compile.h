@@ -11,7 +11,7 @@
 
 struct compile_opts {
 	const char *node_name;		/* --node-name */
-	bool node_identity;		/* $NODE_NAME named the node: identities derive (identity.h) */
+	bool node_identity;		/* --node-name/$NODE_NAME named it: own identities */
 	const char *mock_root;		/* host path of R; NULL = /var/lib/nvml-mock */
 	int gpu_count_cap;		/* GPU_COUNT; 0 = no cap */
 	const char *driver_version;	/* DRIVER_VERSION fallback; may be NULL */

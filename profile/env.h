@@ -14,7 +14,8 @@
 
 /* Every field of *co that has a default or an environment variable:
  *   node_name            NODE_NAME, else the hostname
- *   node_identity        true when NODE_NAME named the node (identity.h)
+ *   node_identity        true when NODE_NAME named the node (identity.h; so
+ *                        does --node-name, where the programs read it)
  *   driver_version       DRIVER_VERSION (fallback for the profile's)
  *   gpu_count_cap        GPU_COUNT (0..; 0 = no cap)
  *   fabric_state_dir     MOCK_FABRICMANAGER_STATE_DIR

@@ -16,12 +16,13 @@
  * When: the profile's top-level `node_identity:` says so — `pinned` keeps
  * the profile's identities exactly as written, `derived` derives them
  * from whatever node name the node has — else they derive when the node
- * name came from $NODE_NAME (the DaemonSet's downward API, the systemd
- * unit's %H: a node of a fleet), and stay as written for --node-name alone
- * or the hostname fallback (one-off runs and tests that check the
- * profile's literal UUIDs).  The InfiniBand GUIDs always follow the node
- * name (the reference's rule, IB.md §1.3; the profile carries no
- * per-HCA GUIDs to pin). */
+ * was named: by $NODE_NAME (the DaemonSet's downward API, the systemd
+ * unit's %H) or by --node-name (mokka-supervisor's and the workers'; like
+ * NVIDIA's node programs, which take the flag with $NODE_NAME as its
+ * default), and stay as written for the hostname fallback (one-off runs;
+ * tests that check the profile's literal UUIDs pin them or name no node).
+ * The InfiniBand GUIDs always follow the node name (the reference's rule,
+ * IB.md §1.3; the profile carries no per-HCA GUIDs to pin). */
 #ifndef MOKKA_PROFILE_IDENTITY_H
 #define MOKKA_PROFILE_IDENTITY_H
 
@@ -56,7 +57,7 @@ uint64_t identity_ib_node_guid(uint32_t prefix_hi, const char *node, int idx);
 enum identity_mode { IDENTITY_DEFAULT, IDENTITY_PINNED, IDENTITY_DERIVED };
 
 /* The profile's node identity (yaml, len), with node (NULL/"" = none) and
- * by_default (the node name came from $NODE_NAME).  When the identities
+ * by_default (--node-name or $NODE_NAME named the node).  When the identities
  * derive, *out is a malloc'd copy of the profile with every devices[]
  * entry's uuid and serial (and platform.chassis_serial_number, and
  * device_defaults' serials) derived and `node_identity: pinned` set, so

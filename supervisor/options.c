@@ -18,6 +18,7 @@
 enum kind {
 	K_TRUE,		/* no argument: bool set */
 	K_STR,		/* const char * */
+	K_NODE,		/* the node name: const char *, and the node's own identities */
 	K_STR_OR_NULL,	/* const char *, "" = NULL */
 	K_NONEMPTY,	/* const char *, "" keeps the default */
 	K_ROOT,		/* char[], absolute, trailing slashes stripped */
@@ -58,7 +59,7 @@ static const struct flag {
 	  "teardown budget on SIGTERM (default 8s)"),
 	F("log-level", "LEVEL", K_LEVEL, AT(log_level), "error|warn|info|debug (default info)"),
 	F("log-format", "FMT", K_FORMAT, AT(log_format), "text|json (default text)"),
-	F("node-name", "NAME", K_STR, CO(node_name), "node name (default $NODE_NAME, else hostname)"),
+	F("node-name", "NAME", K_NODE, CO(node_name), "node name (default $NODE_NAME, else hostname)"),
 	F("state-source", "SRC", K_STR, AT(state_source),
 	  "controlplane:FILE|DIR: this node's plan (mokka-plan) over the profile"),
 	F("simulators", "LIST", K_STR, AT(simulators), "comma-separated subset to run (default: all)"),
@@ -201,6 +202,12 @@ static int set_flag(struct options *o, const struct flag *g, const char *arg)
 	switch (g->kind) {
 	case K_TRUE: *(bool *)dst = true; return 0;
 	case K_STR: *(const char **)dst = arg; return 0;
+	case K_NODE:
+		/* named like $NODE_NAME (NVIDIA's programs take either): a node
+		 * of a fleet, its own identities (profile/identity.h) */
+		*(const char **)dst = arg;
+		o->compile.node_identity = true;
+		return 0;
 	case K_STR_OR_NULL: *(const char **)dst = *arg ? arg : NULL; return 0;
 	case K_NONEMPTY:
 		if (*arg)

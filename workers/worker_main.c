@@ -72,8 +72,8 @@ static int compile_cli(struct worker *w, const struct cli *a)
 		fprintf(stderr, "%s: %s\n", a->comp, err);
 		return r;
 	}
-	if (a->node)
-		o.node_name = a->node;
+	if (a->node)	/* as $NODE_NAME: the node's own identities */
+		o.node_name = a->node, o.node_identity = true;
 	if (a->config &&
 	    (r = fileio_read(a->config, PROFILE_MAX_FILE, &prof, &plen, err, sizeof(err))) < 0) {
 		fprintf(stderr, "%s\n", err);

@@ -11,7 +11,10 @@
 # node-a stopped and started again shows the same ones.  A copy of the
 # profile that says `node_identity: pinned` keeps the profile's literal
 # UUIDs under the same NODE_NAME; with --state-source controlplane: the
-# plan's GPU identity wins over the derived one.
+# plan's GPU identity wins over the derived one.  Named by --node-name
+# alone (no $NODE_NAME; NVIDIA's node programs take either), node-b gets the
+# same identities as under NODE_NAME=node-b: the supervisor and a worker
+# staging standalone (mokka-worker-gpudriver --node-name).
 # Skips (77) only without root or the unpacked nvidia-smi.
 if [ -z "${MOKKA_NODE_IDENTITY_INNER:-}" ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
@@ -60,10 +63,15 @@ root() { echo "$T/node-$1"; }
 smi() { "$(root "$1")$R/driver/usr/bin/nvidia-smi" "${@:2}"; }
 ib() { MOCK_IB=sysfs MOCK_IB_ROOT=$(root "$1")$R/ib LD_PRELOAD=$IB_PRELOAD "${@:2}"; }
 
-# start NODE PROFILE [FLAGS...]: NODE_NAME=node-NODE, as the DaemonSet sets it
+# start NODE PROFILE [FLAGS...]: NODE_NAME=node-NODE, as the DaemonSet sets
+# it (BY=flag: --node-name node-NODE and no NODE_NAME instead)
+BY=env
 start() {
+	local name=(NODE_NAME="node-$1")
+	[ "$BY" = flag ] && name=(-u NODE_NAME)
+	[ "$BY" = flag ] && set -- "$@" --node-name "node-$1"
 	mkdir -p "$(root "$1")"
-	nsenter -t "${HOLD[$1]}" -n env NODE_NAME="node-$1" MOKKA_LIBEXECDIR="$B" \
+	nsenter -t "${HOLD[$1]}" -n env "${name[@]}" MOKKA_LIBEXECDIR="$B" \
 		unshare -m --propagation private "$B/mokka-supervisor" --host-root "$(root "$1")" \
 		--health-addr 127.0.0.1:18080 --log-level debug --config "$2" \
 		--simulators gpudriver,pcibus,ib "${@:3}" >> "$T/sup-$1.log" 2>&1 &
@@ -157,6 +165,22 @@ snap b b2
 check "pinned: GPU 0 has the profile's UUID" \
 	grep -q '^GPU 0: .*(UUID: GPU-2330de10-0000-0000-0000-000000000000)' "$T/b2.L"
 check "pinned: GPU 7 has the profile's serial" grep -q '^7, .*, 1654922000107,' "$T/b2.q"
+
+# ---- --node-name alone: the same identities as NODE_NAME ----
+stop_node b
+BY=flag start b "$S/etc/profiles/h100.yaml"
+snap b b3
+check "--node-name node-b: the supervisor runs without NODE_NAME" \
+	sh -c "! tr '\\0' '\\n' < /proc/${SPID[b]}/environ | grep -q '^NODE_NAME='"
+check "--node-name node-b: node-b's own UUIDs (as under NODE_NAME)" cmp -s "$T/b1.uuids" "$T/b3.uuids"
+check "--node-name node-b: node-b's own serials" cmp -s "$T/b1.serials" "$T/b3.serials"
+check "--node-name node-b: node-b's own IB GUIDs" cmp -s "$T/b1.guids" "$T/b3.guids"
+check "--node-name node-b: the same DCGM-style label sets" cmp -s "$T/b1.labels" "$T/b3.labels"
+mkdir -p "$T/w"
+env -u NODE_NAME "$B/mokka-worker-gpudriver" --host-root "$T/w" --config "$S/etc/profiles/h100.yaml" \
+	--node-name node-b stage > "$T/w.log" 2>&1 || fail "mokka-worker-gpudriver --node-name node-b stage: $(tail -2 "$T/w.log")"
+sed -n 's/^ *uuid: *"\(GPU-[^"]*\)".*/\1/p' "$T/w$R/driver/config/config.yaml" | sort > "$T/w.uuids"
+check "mokka-worker-gpudriver --node-name node-b stages node-b's own UUIDs" cmp -s "$T/b1.uuids" "$T/w.uuids"
 
 stop_node a
 stop_node b

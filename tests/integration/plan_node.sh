@@ -2,7 +2,8 @@
 # End to end (issue 14): the seed's example profile, inventory and policy
 # -> mokka-plan -> a running mokka-supervisor on one planned Node
 # (--state-source controlplane:DIR --node-name node-00001, the 8-GPU H100
-# profile underneath) -> the real nvidia-smi 535:
+# profile underneath, its identities pinned: a named node otherwise derives
+# its own, profile/identity.h) -> the real nvidia-smi 535:
 #   * GPUs 0-3 carry the plan's UUIDs and serials (GPUs 4-7 the profile's);
 #   * the policy's GPU (logical Node 1, GPU 0) is lost, the others draw the
 #     profile's defaults.runtime (350 W, 45 C);
@@ -30,8 +31,10 @@ cluster --apply "$E"/*.yaml --nodes 2 --pool example > "$T/c1.yaml" || die "clus
 "$B/mokka-plan" -o "$T/plan" "$T/c1.yaml" || die "mokka-plan"
 DOC=$T/plan/nodes/node-00001.yaml
 [ -s "$DOC" ] || die "no desired state for node-00001"
+cp "$S/etc/profiles/h100.yaml" "$T/h100.yaml"
+printf 'node_identity: pinned\n' >> "$T/h100.yaml"
 start_supervisor --simulators gpudriver --state-source "controlplane:$T/plan/nodes" \
-	--node-name node-00001
+	--node-name node-00001 --config "$T/h100.yaml"
 wait_for 60 test -x "$SMI" || die "driver root not staged"
 wait_for 30 sh -c "'$SMI' -L 2>/dev/null | grep -q 'GPU 7'" || die "nvidia-smi -L: $("$SMI" -L 2>&1)"
 

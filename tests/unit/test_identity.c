@@ -152,7 +152,7 @@ Test(identity, pinned_default_and_derived)
 	char *y = shipped("h100", &len), *p = malloc(len + 64);
 	struct state *sp = &st;
 #define s (*sp)
-	/* --node-name alone (no $NODE_NAME): the profile as written */
+	/* a node not named by --node-name or $NODE_NAME (the hostname): as written */
 	cr_assert_eq(compile_as(y, len, "node-a", false, &s), 0, "%s", err);
 	cr_assert_str_eq(s.devices[4].uuid, "GPU-2330de10-0000-0000-0000-000000000004");
 	cr_assert_str_eq(s.devices[4].serial, "1654922000104");

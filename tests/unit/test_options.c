@@ -114,6 +114,7 @@ Test(options, node_name_falls_back_to_hostname)
 	cr_assert_eq(unsetenv("NODE_NAME"), 0);
 	cr_assert_eq(parse(NULL), 0);
 	cr_assert_str_eq(o.compile.node_name, host);
+	cr_assert(!o.compile.node_identity, "the hostname names no node of a fleet");
 	cr_assert_eq(setenv("NODE_NAME", "", 1), 0);
 	cr_assert_eq(parse(NULL), 0);
 	cr_assert_str_eq(o.compile.node_name, host);
@@ -121,6 +122,11 @@ Test(options, node_name_falls_back_to_hostname)
 	cr_assert_eq(setenv("NODE_NAME", "env", 1), 0);
 	cr_assert_eq(parse("--node-name", "flag", NULL), 0);
 	cr_assert_str_eq(o.compile.node_name, "flag");
+	/* either names a node of its own (profile/identity.h) */
+	cr_assert(o.compile.node_identity);
+	cr_assert_eq(unsetenv("NODE_NAME"), 0);
+	cr_assert_eq(parse("--node-name", "flag", NULL), 0);
+	cr_assert(o.compile.node_identity, "--node-name alone: the node's own identities");
 }
 
 Test(options, every_flag)
