@@ -24,15 +24,18 @@ check "mokka-pcifs runs under the supervisor" wait_for 10 sh -c "[ -n \"\$(pgrep
 p1=$(pcifs_pid)
 check "capabilities: CAP_SYS_ADMIN only" [ "$(awk '/^CapEff/ { print $2 }' /proc/$p1/status)" = "$(printf '%016x' $(( (1<<21) & 16#$(awk '/^CapBnd/ { print $2 }' /proc/self/status) )))" ]
 check "the view is mounted in the supervisor's namespace" wait_for 10 served
+SPEC=$ROOT/var/run/cdi/nvidia.yaml
+NFD=$ROOT/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features
+# GPU 0's and 1's UUIDs as this node has them (the spec lists them in order).
+wait_for 10 test -s "$SPEC" || fail "no CDI spec"
+uuid0=$(grep -o '"GPU-[^"]*"' "$SPEC" | tr -d '"' | sed -n 1p)
+uuid1=$(grep -o '"GPU-[^"]*"' "$SPEC" | tr -d '"' | sed -n 2p)
 check "a write through it takes effect" in_ns sh -c "echo $G > '$VIEW/sys/bus/pci/drivers/nvidia/unbind' && [ ! -e '$VIEW/sys/bus/pci/devices/$G/driver' ]"
 check "binding file: GPU 0 unbound" grep -qx "$G -" "$ROOT$R/driver/config/pci-drivers"
 # The supervisor's next pass (SIGHUP from mokka-pcifs) re-renders the CDI
 # spec and the NFD features without the GPU nvidia no longer holds, and the
 # write returns only after it: checked at once, no waiting.
-SPEC=$ROOT/var/run/cdi/nvidia.yaml
-NFD=$ROOT/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features
-uuid0=GPU-2330de10-0000-0000-0000-000000000000
-check "CDI spec dropped GPU 0 when unbind returned" sh -c "[ -s '$SPEC' ] && ! grep -q '$uuid0' '$SPEC' && grep -q 'GPU-2330de10-0000-0000-0000-000000000001' '$SPEC'"
+check "CDI spec dropped GPU 0 when unbind returned" sh -c "[ -n '$uuid0' ] && [ -s '$SPEC' ] && ! grep -q '$uuid0' '$SPEC' && grep -q '$uuid1' '$SPEC'"
 check "NFD features: 7 GPUs when unbind returned" grep -qx mokka.gpu.count=7 "$NFD"
 in_ns sh -c "echo $G > '$VIEW/sys/bus/pci/drivers/nvidia/bind' && grep -q '$uuid0' '$SPEC' && grep -qx mokka.gpu.count=8 '$NFD'" > "$T/bind.out" 2>&1
 check "bind back: CDI spec has GPU 0, NFD 8 GPUs when bind returned" [ $? = 0 ]
