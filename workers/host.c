@@ -248,8 +248,12 @@ static int prepare_leaf(struct host *h, const char *path, struct leaf *l)
 		return host_refused(h->root, l->root, l->phys, l->dir);
 	l->foreign_link = false;
 	if (fstatat(l->dir, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		l->foreign_link = S_ISLNK(st.st_mode) && !(h->prev && manifest_has(h->prev, path));
-		own_existing(h, path, 'f');
+		/* Ours: made by an earlier pass or earlier in this one.  Someone
+		 * else's link is not recorded (teardown leaves it). */
+		l->foreign_link = S_ISLNK(st.st_mode) && !(h->prev && manifest_has(h->prev, path)) &&
+				  !(h->own && manifest_has(h->own, path));
+		if (!l->foreign_link)
+			own_existing(h, path, 'f');
 	} else {
 		own(h, path, 'f');
 	}
@@ -391,6 +395,9 @@ int host_symlink(struct host *h, const char *target, const char *path)
 		if (strcmp(cur, target) == 0)
 			goto out;
 	}
+	/* Someone else's link is not ours to replace either. */
+	if ((r = refuse_link_leaf(h, &l)) < 0)
+		goto out;
 	unlinkat(l.dir, tmp, 0);
 	if (symlinkat(target, l.dir, tmp) < 0) {
 		r = -errno;

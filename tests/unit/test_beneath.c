@@ -115,6 +115,8 @@ Test(beneath, leaf_link_refused_not_followed)
 	cr_expect_eq(host_write(&h, R "/f", "new", 3, 0644), -ELOOP);
 	cr_expect_eq(host_mknod_chr(&h, R "/f", 0600, 1, 3), -ELOOP);
 	cr_expect_eq(host_create(&h, R "/f", 0644), -ELOOP);
+	cr_expect_eq(host_symlink(&h, "elsewhere", R "/f"), -ELOOP);
+	cr_expect_eq(host_symlink(&h, target, R "/f"), 0, "the same link: nothing to do");
 	sh("grep -qx keep '%s'", target);
 	sh("test -L '%s" R "/f'", root);
 	manifest_init(&prev);
