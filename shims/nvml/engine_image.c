@@ -178,7 +178,6 @@ static void apply_new(struct yl_node *old_profile)
 	if (eng_topology_overlay() < 0)
 		eng_debug("out of memory applying the topology to the new configuration");
 	eng.state_gen++;	/* MIG devices rebuild over their GPU's new tree */
-	eng.config_reloads++;
 }
 
 /* Under eng_lock, at the overrides' check (ENG_TTL_S). */
@@ -199,6 +198,8 @@ void eng_config_reload(void)
 		yl_free(eng.profile);
 		eng_image_drop();
 		eng.profile = old;
+		eng.config_hash = old_hash;
+		eng.config_size = old_size;
 		return;	/* config_id moved on: not read again until it changes */
 	}
 	if (eng.config_hash == old_hash && eng.config_size == old_size) {

@@ -107,7 +107,6 @@ struct engine {
 	size_t config_size;
 	struct yl_node **trees;
 	size_t ntrees;
-	unsigned config_reloads;
 };
 
 extern struct engine eng;

@@ -3,7 +3,9 @@
 #  - wall time of real nvidia-smi 535 `-L` and `-q` over the mock that
 #    mokka-worker-gpudriver stages, each as a ratio to the same command over
 #    a floor library that only enumerates (tests/bench/nvml_floor.c, built
-#    here), measured in the same run, interleaved, median of RUNS;
+#    here), measured in the same run, interleaved, median of RUNS; beside
+#    it the mock parsing config.yaml itself (a copy of the driver root
+#    without the compiled nvml.image), to show what the image saves;
 #  - median cost of the hot getters (tests/bench/nvml_hot.c: 100k calls
 #    each of GetTemperature, GetPowerUsage, GetMemoryInfo_v2, GetClockInfo,
 #    GetUtilizationRates on GPU 0, median over batches of 1000).
@@ -38,6 +40,8 @@ fi
 MOCK=$DRV/usr/lib64
 [ -e "$MOCK/libnvidia-ml.so.1" ] || die "no $MOCK/libnvidia-ml.so.1 staged"
 
+cp -a "$DRV" "$T/parsed" && rm -f "$T/parsed/config/nvml.image" || die "cannot copy $DRV"
+PARSED=$T/parsed/usr/lib64
 mkdir -p "$T/floor"
 "$CC" -O2 -shared -fPIC -o "$T/floor/libnvidia-ml.so.1" "$BD/nvml_floor.c" || die "cannot build the floor library"
 "$CC" -O2 -o "$T/nvml_hot" "$BD/nvml_hot.c" -ldl || die "cannot build nvml_hot"
@@ -58,15 +62,17 @@ timed() {
 
 echo "bench: profile $PROFILE, $ngpu GPUs, $(cat "$CONS/nvidia-smi/.mokka-unpacked" 2>/dev/null || echo nvidia-smi), $RUNS runs each, $(nproc) CPUs"
 for args in "-L" "-q"; do
-	: > "$T/mock.t"; : > "$T/floor.t"
+	: > "$T/mock.t"; : > "$T/floor.t"; : > "$T/parsed.t"
 	timed "$MOCK" $args > /dev/null; timed "$T/floor" $args > /dev/null	# warm the page cache
+	timed "$PARSED" $args > /dev/null
 	for _ in $(seq "$RUNS"); do
 		timed "$MOCK" $args >> "$T/mock.t"
 		timed "$T/floor" $args >> "$T/floor.t"
+		timed "$PARSED" $args >> "$T/parsed.t"
 	done
-	m=$(median < "$T/mock.t"); f=$(median < "$T/floor.t")
-	awk -v a="$args" -v m="$m" -v f="$f" 'BEGIN{ if (f <= 0) f = 1
-		printf "bench: nvidia-smi %s: mock %.2f ms, floor %.2f ms, ratio %.2f x\n", a, m/1000, f/1000, m/f }'
+	m=$(median < "$T/mock.t"); f=$(median < "$T/floor.t"); p=$(median < "$T/parsed.t")
+	awk -v a="$args" -v m="$m" -v f="$f" -v p="$p" 'BEGIN{ if (f <= 0) f = 1
+		printf "bench: nvidia-smi %s: mock %.2f ms, floor %.2f ms, ratio %.2f x (parsing config.yaml: %.2f ms, %.2f x)\n", a, m/1000, f/1000, m/f, p/1000, p/f }'
 done
 
 echo "bench: hot getters on GPU 0 ($CALLS calls each, median of batches of 1000):"
