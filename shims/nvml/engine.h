@@ -6,9 +6,14 @@
  * Data sources, in order (SURFACES.md §11.1): $MOCK_NVML_CONFIG, else
  * <dir of this library>/../../config/config.yaml (the driver root layout
  * <root>/usr/lib64/libnvidia-ml.so.1 + <root>/config/config.yaml), else
- * /etc/nvml-mock/config.yaml.  Overrides: $MOCK_NVML_OVERRIDES, else the
- * document beside the config (ovr_path_beside); re-read at most once per
- * second when its mtime/size changes.  Topology: $MOCK_TOPOLOGY_CONFIG, else
+ * /etc/nvml-mock/config.yaml.  When nvml.image beside it was compiled from
+ * its very bytes (nvimage/, staged by mokka-worker-gpudriver), the trees
+ * come from the image instead of parsing and merging (engine_image.c).
+ * Overrides: $MOCK_NVML_OVERRIDES, else the document beside the config
+ * (ovr_path_beside); re-read at most once per second when its mtime/size
+ * changes.  The config at the same check: a changed config.yaml replaces
+ * every device's configuration (not its identity: enumeration, UUID, bus
+ * id and minor stay until re-init).  Topology: $MOCK_TOPOLOGY_CONFIG, else
  * topology.yaml beside the config (needs NODE_NAME).  Fabric manager
  * marker dir: $MOCK_FABRICMANAGER_STATE_DIR, else <driver root>/../fabric-state.
  *

@@ -1,6 +1,6 @@
 /* Mock NVML engine: the overrides document (NVML.md §5) applied with the
  * overrides module's merge, and its 1 s reload (which also looks for a new
- * config.yaml, engine_live.c).  The boot merge of a devices[] entry over
+ * config.yaml, engine_image.c).  The boot merge of a devices[] entry over
  * device_defaults (§4) is nvimage/nvimage_merge.c's, shared with the image
  * compiler. */
 #include <errno.h>
