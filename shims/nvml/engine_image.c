@@ -73,6 +73,9 @@ static void image_open(const char *src, size_t len)
 			  r == -ESTALE ? "compiled from other bytes than" : r == -ENOMEM ?
 			  "out of memory" : why, eng.config_path);
 		eng_image_drop();
+	} else {
+		eng_debug("%s: %zu trees, compiled from %s as it is", path, eng.ntrees,
+			  eng.config_path);
 	}
 	nvi_close(&img);
 	free(buf);
