@@ -84,6 +84,7 @@ static void notify(void)
 		return;
 	if (held_gpus[0] && notify_parent && getppid() != 1) {
 		pcifs_sync_mark(host_root, &sync_mark);
+		sync_mark.gpus = pcifs_profile_held_gpus(config_path, &model);
 		sync_due = kill(getppid(), SIGHUP) == 0;
 	}
 	snprintf(held_gpus, sizeof(held_gpus), "%s", now);

@@ -37,6 +37,7 @@ int pcifs_profile_iommu(const char *config);
 /* pcie_topology.gpu_sriov (profile/compile_sriov.c checked it); none: total_vfs 0. */
 void pcifs_profile_gpu_sriov(const char *config, struct pcifs_sriov *out);
 bool pcifs_profile_busy(const char *config, const char *overrides, const char *bdf);
+int pcifs_profile_held_gpus(const char *config, const struct pcifs_model *m);
 /* The CDI spec and NFD features following a GPU's binding before the
  * write returns (sync.c): mark them before notifying the supervisor,
  * then wait (bounded) until both were replaced.  0 or -ETIMEDOUT. */
@@ -45,6 +46,7 @@ bool pcifs_profile_busy(const char *config, const char *overrides, const char *b
 struct pcifs_sync {
 	struct stat st[PCIFS_SYNC_SURFACES];
 	bool had[PCIFS_SYNC_SURFACES];
+	int gpus;		/* the GPU count NFD must show, -1: not checked */
 };
 void pcifs_sync_mark(const char *host, struct pcifs_sync *s);
 int pcifs_sync_wait(const char *host, const struct pcifs_sync *s, int timeout_ms);

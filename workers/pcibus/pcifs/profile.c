@@ -124,6 +124,28 @@ static void load_uuids(const char *config)
 	free(st);
 }
 
+/* The node's GPUs (the compiled state's, as NFD counts them) that nvidia
+ * holds in m; -1 when the profile does not compile here. */
+int pcifs_profile_held_gpus(const char *config, const struct pcifs_model *m)
+{
+	int n = 0;
+
+	load_uuids(config);
+	if (!uuids.n)
+		return -1;
+	for (int i = 0; i < uuids.n; i++)
+		for (int j = 0; j < m->nfns; j++) {
+			const struct pcifs_fn *f = &m->fns[j];
+
+			if (f->pf < 0 && same_bdf(uuids.gpu[i].bus_id, f->bdf)) {
+				n += f->present && f->driver >= 0 &&
+				     !strcmp(m->drv[f->driver].name, "nvidia");
+				break;
+			}
+		}
+	return n;
+}
+
 /* MIG instances in the device state store (R/driver/config/state, beside
  * the engine config), keyed by the GPU's UUID. */
 static bool has_mig_instances(const char *config, const char *bdf)

@@ -4,7 +4,8 @@
  * one writer: mokka-pcifs SIGHUPs the supervisor (--notify-parent), whose
  * pass re-renders both from the binding file written just before, and the
  * write(2) that caused it returns only once both files were replaced
- * since (or after PCIFS_SYNC_MS, logged, should a pass not come).  A
+ * since and NFD counts the GPUs nvidia holds now (or after PCIFS_SYNC_MS,
+ * logged, should a pass not come).  A
  * surface absent when the write came (cri not running) is not waited for.
  *
  * The files are compared by identity (inode, size, mtime): every writer
@@ -35,6 +36,26 @@ static void path_of(const char *host, int i, char *out, size_t len)
 	snprintf(out, len, "%s%s", host, surfaces[i]);
 }
 
+/* NFD's mokka.gpu.count is the pass's view of the binding file: a pass
+ * that was already running when the write came rewrites the files with
+ * the old binding, and the wait goes on for the next. */
+static bool nfd_agrees(const char *path, int gpus)
+{
+	char line[128];
+	bool ok = gpus < 0;
+	FILE *f;
+
+	if (ok || !(f = fopen(path, "re")))
+		return true;
+	while (!ok && fgets(line, sizeof(line), f)) {
+		int n;
+
+		ok = sscanf(line, "mokka.gpu.count=%d", &n) == 1 && n == gpus;
+	}
+	fclose(f);
+	return ok;
+}
+
 void pcifs_sync_mark(const char *host, struct pcifs_sync *s)
 {
 	char path[PATH_MAX];
@@ -58,6 +79,8 @@ int pcifs_sync_wait(const char *host, const struct pcifs_sync *s, int timeout_ms
 			path_of(host, i, path, sizeof(path));
 			left += s->had[i] && stat(path, &now) == 0 && same(&now, &s->st[i]);
 		}
+		path_of(host, PCIFS_SYNC_SURFACES - 1, path, sizeof(path));
+		left += s->had[PCIFS_SYNC_SURFACES - 1] && !nfd_agrees(path, s->gpus);
 		if (!left)
 			return 0;
 		if (waited >= timeout_ms)
