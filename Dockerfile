@@ -39,21 +39,32 @@ RUN cd /src && ./autogen.sh && mkdir -p /build && cd /build && \
 # /usr/libexec/mokka/container-toolkit, so containerd's nvidia handler runs
 # the real runtime in CDI mode.  Debian 12's Go (1.19) is too old to build
 # them; it fetches the Go toolchain, which the proxy serves as a module.
-# Opt in with --build-arg NVIDIA_CTK_VERSION=v1.19.1 (empty, the default:
-# no toolkit, containerd's runc serves the nvidia handler with its own CDI
-# support).  An image with it needs the DaemonSet to mount /usr/bin and
-# /etc/nvidia-container-runtime writable at /host (cri links them there)
-# and a host whose / has the C library (cri runs nvidia-ctk chrooted).
+# A machine that already built the pinned release (scripts/install-deps.sh
+# keeps them in /var/cache/mokka/go/bin, with a stamp per program) can lend
+# them: `podman build -v /var/cache/mokka/go/bin:/mokka-go-bin:ro` (what
+# tests/integration/image.sh does).  --build-arg NVIDIA_CTK_VERSION= builds
+# an image without the toolkit (containerd's runc then serves the nvidia
+# handler with its own CDI support).  The toolkit needs the DaemonSet to
+# mount /usr/bin and /etc/nvidia-container-runtime writable at /host (cri
+# links them there) and a host whose / has the C library (cri runs
+# nvidia-ctk chrooted).
 FROM ${BASE} AS toolkit
 ENV DEBIAN_FRONTEND=noninteractive
-ARG NVIDIA_CTK_VERSION=
+ARG NVIDIA_CTK_VERSION=v1.19.1
 ARG GO_TOOLCHAIN=go1.25.5
 RUN set -eu; mkdir -p /toolkit; [ -n "$NVIDIA_CTK_VERSION" ] || exit 0; \
+    tk="nvidia-container-runtime nvidia-ctk nvidia-cdi-hook"; pre=/mokka-go-bin; lent=1; \
+    for c in $tk; do \
+	[ "$(cat "$pre/.stamp/$c" 2>/dev/null)" = "$NVIDIA_CTK_VERSION" ] || lent=0; \
+    done; \
+    if [ $lent = 1 ]; then \
+	for c in $tk; do install -m 0755 "$pre/$c" /toolkit/; done; exit 0; \
+    fi; \
     apt-get update -q; \
     apt-get install -y -q --no-install-recommends golang-go gcc libc6-dev ca-certificates; \
     tc=golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-$(dpkg --print-architecture); \
     cd /tmp && GOPATH=/go GOFLAGS=-modcacherw go mod download "$tc"; \
-    for c in nvidia-container-runtime nvidia-ctk nvidia-cdi-hook; do \
+    for c in $tk; do \
 	GOPATH=/go GOBIN=/toolkit GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
 	    "/go/pkg/mod/$tc/bin/go" install "github.com/NVIDIA/nvidia-container-toolkit/cmd/$c@$NVIDIA_CTK_VERSION"; \
     done; \

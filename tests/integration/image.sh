@@ -99,7 +99,17 @@ lap "debian base made"
 rm -f "$T/base.tar"
 
 # ---- the build (apt needs the network: --network host) -----------------------
+# The image ships NVIDIA's Container Toolkit; scripts/install-deps.sh built
+# the pinned release here already, so the build borrows those binaries
+# (Dockerfile: /mokka-go-bin) instead of compiling them again.
+. "$S/tests/go/versions.env"
+GOBIN=${MOKKA_GO_CACHE:-/var/cache/mokka/go}/bin
+for b in nvidia-container-runtime nvidia-ctk nvidia-cdi-hook; do
+	[ "$(cat "$GOBIN/.stamp/$b" 2>/dev/null)" = "$NVIDIA_CTK_VERSION" ] ||
+		die "$b $NVIDIA_CTK_VERSION not built in $GOBIN (scripts/install-nvidia-stack.sh)"
+done
 if ! "${P[@]}" build --network host --pull=never "${ULIMITS[@]}" --cgroup-parent "/$CG" \
+	-v "$GOBIN:/mokka-go-bin:ro" --build-arg NVIDIA_CTK_VERSION="$NVIDIA_CTK_VERSION" \
 	--build-arg BASE=localhost/mokka-test-base:bookworm -t localhost/mokka:test \
 	-f "$S/Dockerfile" "$S" > "$T/build.log" 2>&1; then
 	tail -40 "$T/build.log"
@@ -114,6 +124,10 @@ ln -s /run "$ROOT/var/run"
 printf 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n' > "$ROOT/etc/containerd/config.toml"
 printf '#!/bin/sh\nexit 0\n' > "$ROOT/usr/bin/containerd" && chmod 755 "$ROOT/usr/bin/containerd"
 echo image-test-node > "$ROOT/etc/hostname"
+# A host's / has the C library: cri runs the toolkit's nvidia-ctk there.
+for lib in $(ldd "$GOBIN/nvidia-ctk" | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
+	cp --parents -L "$lib" "$ROOT/"
+done
 tree_snapshot "$ROOT" > "$T/before"
 
 # ---- run it as the DaemonSet does ------------------------------------------------
@@ -158,10 +172,34 @@ else
 	fail "ibstat in the container: $(head -5 "$T/ibstat.txt")"
 fi
 
+# The DaemonSet's nvidia runtime is the real toolkit from the image.
+TK=/usr/local/nvml-mock/toolkit
+for b in nvidia-container-runtime nvidia-ctk nvidia-cdi-hook; do
+	check "cri installed the image's $b ($NVIDIA_CTK_VERSION)" cmp -s "$GOBIN/$b" "$ROOT$TK/$b"
+	check "/usr/bin/$b links to it" [ "$(readlink "$ROOT/usr/bin/$b")" = "$TK/$b" ]
+done
+check "the toolkit's runtime is in CDI mode" grep -qx 'mode = "cdi"' "$ROOT$TK/config.toml"
+check "nvidia-ctk configured containerd: nvidia handler -> the real runtime" \
+	grep -q 'BinaryName = "/usr/bin/nvidia-container-runtime"' "$ROOT/etc/containerd/conf.d/50-mokka.toml"
+chroot "$ROOT" /usr/bin/nvidia-container-runtime --version > "$T/rtver" 2>&1
+# (go install stamps no version: it says "version unknown", as on the host.)
+check "it runs on the host: $(head -1 "$T/rtver")" grep -q "^NVIDIA Container Runtime version" "$T/rtver"
+
 # ---- podman stop: teardown within the grace period ---------------------------------
 "${P[@]}" stop -t 30 "$CTR" > /dev/null 2>&1
 rc=$("${P[@]}" inspect --format '{{.State.ExitCode}}' "$CTR")
 if [ "$rc" = 0 ]; then pass "container exited 0 on podman stop"; else fail "container exit status $rc on podman stop"; logs; fi
 lap "stopped"
-check_root_restored
+# The toolkit stays by design (containers created through the handler
+# still exec the runtime after Mokka stops); everything else goes.
+tree_snapshot "$ROOT" | grep -v -e '^\./usr/local/nvml-mock/toolkit' -e '^\./usr/bin/nvidia-' \
+	-e '^\./etc/nvidia-container-runtime' -e "$TK/" -e '^\./usr/local \|^\./usr/local/nvml-mock ' \
+	> "$T/after"
+grep -q "^\./usr/local/nvml-mock/toolkit " <(tree_snapshot "$ROOT") &&
+	pass "the toolkit stays installed after the stop" || fail "the toolkit was removed"
+if diff -u "$T/before" "$T/after" > "$T/tree.diff"; then
+	pass "root left exactly as it was, but for the toolkit"
+else
+	fail "the root changed"; sed 's/^/# /' "$T/tree.diff" | head -30
+fi
 finish

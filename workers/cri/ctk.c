@@ -96,6 +96,43 @@ static int finish_dropin(const struct state_cri *c, const char *config_text, siz
 	return 0;
 }
 
+/* The directory of host path path, in buf. */
+static const char *dirname_of(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(buf, len, "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+	return buf;
+}
+
+/* Whether the drop-in's directory is there before the tool runs: if the
+ * tool makes it, it is ours to remove, as when cri writes the drop-in. */
+static bool dir_exists(const struct host *h, const char *path)
+{
+	char dir[4096], full[8192];
+	struct stat st;
+
+	return host_path(h, dirname_of(path, dir, sizeof(dir)), full, sizeof(full)) == 0 &&
+	       lstat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* nvidia-ctk rewrites config.toml in its own key order even when its
+ * imports already cover the drop-in: then the host's own bytes go back,
+ * so the node's config is what it was (and teardown leaves it so). */
+static bool imports_already_cover(const struct saved *old, const struct state_cri *c,
+				  const char *dropin_host)
+{
+	struct toml_doc d;
+	struct toml_error e;
+	bool yes;
+
+	if (!old->text || toml_parse(old->text, old->len, &d, &e) < 0)
+		return false;
+	yes = cri_imports_cover(toml_get(d.root, "imports"), c->config, dropin_host);
+	toml_doc_free(&d);
+	return yes;
+}
+
 static bool same(const struct saved *s, const char *text, size_t len)
 {
 	return s->text && s->len == len && memcmp(s->text, text, len) == 0;
@@ -105,7 +142,7 @@ void cri_ctk_configure(struct sim_ctx *ctx, const struct state_cri *c, const cha
 		       const char *dropin_host, struct cri_setup_result *res)
 {
 	static const char *const env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	char a_config[600], a_dropin[600], dropin[4096], said[512], why[512] = "";
+	char a_config[600], a_dropin[600], dropin[4096], dirbuf[4096], said[512], why[512] = "";
 	char *argv[] = { CTK, "runtime", "configure", "--runtime=containerd",
 			 "--config-source=file", a_config, a_dropin,
 			 "--nvidia-runtime-name=" CRI_RUNTIME_NAME,
@@ -114,6 +151,7 @@ void cri_ctk_configure(struct sim_ctx *ctx, const struct state_cri *c, const cha
 	struct saved old_config, old_dropin;
 	char *ctk_dropin = NULL, *new_config = NULL, *final = NULL;
 	size_t ctk_len = 0, config_len = 0, final_len = 0;
+	bool dir_was;
 	int r;
 
 	res->ready = false;
@@ -123,6 +161,7 @@ void cri_ctk_configure(struct sim_ctx *ctx, const struct state_cri *c, const cha
 	}
 	save(&ctx->host, &old_config, config);
 	save(&ctx->host, &old_dropin, dropin);
+	dir_was = dir_exists(&ctx->host, dropin);
 	snprintf(a_config, sizeof(a_config), "--config=%s", c->config);
 	snprintf(a_dropin, sizeof(a_dropin), "--drop-in-config=%s", dropin_host);
 	r = cri_run_in_root(&ctx->host, argv, env, CTK_TIMEOUT_MS, said, sizeof(said));
@@ -138,6 +177,11 @@ void cri_ctk_configure(struct sim_ctx *ctx, const struct state_cri *c, const cha
 	if ((r = cri_read(&ctx->host, config, &new_config, &config_len)) == 0 &&
 	    cri_validate_config(c->config, new_config, config_len, why, sizeof(why)) < 0)
 		goto undo;
+	if (new_config && imports_already_cover(&old_config, c, dropin_host)) {
+		restore(&ctx->host, &old_config);
+		free(new_config);
+		new_config = NULL;
+	}
 	if (finish_dropin(c, new_config, config_len, ctk_dropin, ctk_len, &final, &final_len,
 			  why, sizeof(why)) < 0 ||
 	    cri_validate_config(dropin_host, final, final_len, why, sizeof(why)) < 0)
@@ -149,6 +193,8 @@ void cri_ctk_configure(struct sim_ctx *ctx, const struct state_cri *c, const cha
 	/* What the tool created is ours to remove; a config.toml that was
 	 * there before is not. */
 	if (ctx->host.own) {
+		if (!dir_was)
+			manifest_add(ctx->host.own, dirname_of(dropin, dirbuf, sizeof(dirbuf)), 'd');
 		manifest_add(ctx->host.own, dropin, 'f');
 		if (!old_config.text && new_config)
 			manifest_add(ctx->host.own, config, 'f');
