@@ -4,7 +4,8 @@
 # kernel's errnos (ERANGE, EBUSY on a non-zero -> non-zero change, ENOENT
 # off nvidia), VFs as PCI functions probed by nvidia with virtfnN/physfn,
 # seen by lspci through sysfs and through /proc/bus/pci (lspci -A
-# linux-proc), never by NVML; removed functions leave /proc/bus/pci.
+# linux-proc), never by NVML; the PF's SR-IOV capability in lspci -vvv
+# with the live NumVFs; removed functions leave /proc/bus/pci.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/pci_lib.sh"
 
