@@ -193,6 +193,18 @@ static int place_hcas(struct cctx *c, const struct ynode *root, struct state *s,
 			g = &s->devices[gi % s->num_devices];
 			memcpy(domain, g->bus_id, 4);
 			bus = bus_of(g->bus_id) + 1;
+			/* Several HCAs per GPU: one multi-port adapter, a physical
+			 * function per port on one bus (xx:00.0, xx:00.1, ...), as
+			 * a dual- or quad-port ConnectX shows, not a bus each. */
+			if (per_gpu > 1 && ib->num_hcas == s->num_devices * per_gpu &&
+			    i % per_gpu > 0) {
+				const struct state_hca *first = &ib->hcas[i - i % per_gpu];
+				snprintf(h->bus_id, sizeof(h->bus_id), "%.10s.%x", first->bus_id,
+					 i % per_gpu);
+				h->root = first->root;
+				h->numa_node = first->numa_node;
+				continue;
+			}
 		}
 		for (int tries = 0; tries < 256 && used[bus & 0xff]; tries++)
 			bus = (bus + 1) & 0xff;

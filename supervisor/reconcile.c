@@ -136,13 +136,28 @@ void reconcile_free(struct supervisor *s)
 	s->state_fingerprint = NULL;
 }
 
+/* A Stage writes a file per attribute of every GPU and HCA (about 200
+ * paths an HCA, each an atomic write): its deadline grows with the node
+ * beyond the 8-GPU, 8-HCA one the base deadline was sized for, so a
+ * 64-GPU, 256-HCA node on a slow disk is never killed as hung. */
+static uint64_t stage_deadline_ms(const struct supervisor *s)
+{
+	uint64_t ms = STAGE_DEADLINE_MS;
+
+	if (s->state.num_devices > 8)
+		ms += 250 * (uint64_t)(s->state.num_devices - 8);
+	if (s->state.ib.enabled && s->state.ib.num_hcas > 8)
+		ms += 500 * (uint64_t)(s->state.ib.num_hcas - 8);
+	return ms;
+}
+
 /* The parallel Stage of every simulator the first wave did not stage; the
  * wave's clock keeps running from the first wave. */
 static void start_stage(struct supervisor *s)
 {
 	s->phase = PASS_STAGE;
 	log_debug("reconcile: generation %llu: parallel stage", (unsigned long long)s->pass_gen);
-	wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
+	wave_mask(s, ROLE_SIM, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, stage_deadline_ms(s));
 }
 
 static void start_pass(struct supervisor *s)
@@ -155,7 +170,7 @@ static void start_pass(struct supervisor *s)
 	log_info("reconcile: generation %llu: stage", (unsigned long long)s->pass_gen);
 	/* The first-stagers alone, then everyone else (start_stage). */
 	s->phase = PASS_STAGE_FIRST;
-	wave(s, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, STAGE_DEADLINE_MS);
+	wave(s, ROLE_STAGE_FIRST, IPC_OP_STAGE, s->state_fd, stage_deadline_ms(s));
 }
 
 void reconcile_request(struct supervisor *s)
