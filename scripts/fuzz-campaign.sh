@@ -4,8 +4,10 @@
 # issue-19 bar), on a corpus kept in DIR/<target>/ across campaigns (seeded
 # from tests/fuzz/corpus/ and tests/fuzz/regress/).  Prints, and writes to
 # DIR/report.txt, one line per target: executions, execs/s, coverage
-# (libFuzzer's edges "cov" and features "ft" at the end), corpus size, and
-# findings (crash, leak, timeout, oom inputs, kept in DIR/<target>/found/).
+# (libFuzzer's edges "cov" and features "ft" at the end), corpus size (the
+# units libFuzzer holds; "kept": the inputs in DIR/<target>/), and
+# findings (crash, leak, timeout, oom inputs, kept in DIR/<target>.found/;
+# libFuzzer's output in DIR/<target>.log).
 # Exits 1 when anything was found or a target could not run.
 #
 #   scripts/fuzz-campaign.sh [-s SECONDS] [-j JOBS] [-d DIR] [-b BUILDDIR] [TARGET...]
@@ -71,34 +73,37 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:verify_asan_
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export MOKKA_SRCDIR=$here
 
-# run_one TARGET: DIR/TARGET/ holds corpus/, found/, log, result.
+# run_one TARGET: the corpus in DIR/TARGET/ (the layout `make fuzz` keeps
+# its work corpus in), findings in DIR/TARGET.found/, DIR/TARGET.log and
+# DIR/TARGET.result.
 run_one() {
-	local t=$1 w=$dir/$1 seeds=() rc execs rate cov ft corp found n
-	mkdir -p "$w/corpus" "$w/found"
+	local t=$1 w=$dir/$1 seeds=() rc execs rate cov ft corp kept found n
+	mkdir -p "$w" "$w.found"
 	for s in "$here/tests/fuzz/corpus/$t" "$here/tests/fuzz/regress/$t"; do
 		[ -d "$s" ] && seeds+=("$s")
 	done
 	(cd "$fb" && "./$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix="$w/found/" "$w/corpus" "${seeds[@]}") \
-		> "$w/log" 2>&1
+		-print_final_stats=1 -artifact_prefix="$w.found/" "$w" "${seeds[@]}") \
+		> "$w.log" 2>&1
 	rc=$?
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$w/log" | tail -1)
-	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$w/log" | tail -1)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$w.log" | tail -1)
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$w.log" | tail -1)
 	# The last status line: "#N  REDUCE|NEW|pulse|DONE  cov: C ft: F corp: K/..."
-	cov=$(grep -o 'cov: [0-9]*' "$w/log" | tail -1 | cut -d' ' -f2)
-	ft=$(grep -o 'ft: [0-9]*' "$w/log" | tail -1 | cut -d' ' -f2)
-	corp=$(find "$w/corpus" -type f | wc -l)
-	found=$(find "$w/found" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+	cov=$(grep -o 'cov: [0-9]*' "$w.log" | tail -1 | cut -d' ' -f2)
+	ft=$(grep -o 'ft: [0-9]*' "$w.log" | tail -1 | cut -d' ' -f2)
+	corp=$(grep -o 'corp: [0-9]*' "$w.log" | tail -1 | cut -d' ' -f2)
+	kept=$(find "$w" -type f | wc -l)
+	found=$(find "$w.found" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
 		-o -name 'oom-*' \) | wc -l)
 	n=$found
-	[ "$found" -eq 0 ] && [ $rc -ne 0 ] && n="exit $rc, no input saved (see $w/log)"
-	printf '%-22s %6s s  %11s execs  %7s/s  cov %6s  ft %7s  corpus %6s  findings %s\n' \
-		"$t" "$secs" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$corp" "$n" \
-		| tee "$w/result"
+	[ "$found" -eq 0 ] && [ $rc -ne 0 ] && n="exit $rc, no input saved (see $w.log)"
+	printf '%-20s %5s s %11s execs %7s/s  cov %5s  ft %6s  corpus %5s (%s kept)  findings %s\n' \
+		"$t" "$secs" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$kept" "$n" \
+		| tee "$w.result"
 }
 
 for t in "$@"; do
-	rm -f "$dir/$t/result"
+	rm -f "$dir/$t.result"
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
 	run_one "$t" &
 done
@@ -107,16 +112,16 @@ status=0
 {
 	echo "fuzz-campaign $(date -u +%FT%TZ): $secs s per target, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
 	for t in "$@"; do
-		if [ -f "$dir/$t/result" ]; then
-			cat "$dir/$t/result"
-			grep -q 'findings 0$' "$dir/$t/result" || status=1
+		if [ -f "$dir/$t.result" ]; then
+			cat "$dir/$t.result"
+			grep -q 'findings 0$' "$dir/$t.result" || status=1
 		else
 			echo "$t: did not run"
 			status=1
 		fi
 	done
 } > "$dir/report.txt"
-echo "fuzz-campaign: summary (also $dir/report.txt; findings in $dir/<target>/found/)"
+echo "fuzz-campaign: summary (also $dir/report.txt; findings in $dir/<target>.found/)"
 cat "$dir/report.txt"
 [ $status -eq 0 ] || echo "fuzz-campaign: copy findings to tests/fuzz/regress/<target>/, fix, commit both" >&2
 exit $status
