@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio/fileio.h"
 #include "ipc/log.h"
 #include "workers/gpudriver/gpudriver.h"
 
@@ -100,9 +102,45 @@ static int run_patchelf(const char *file, char *why, size_t len)
 	return 0;
 }
 
+/* The patched binary of the last Stage, by its source's identity: a
+ * pass whose source did not change writes the same bytes again (host_write
+ * skips them when identical) without a copy and a patchelf run, the bulk
+ * of a one-GPU profile edit's cost (issue 16). */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	char *data;
+	size_t len;
+} memo;
+
+static bool memo_fresh(const struct stat *st)
+{
+	return memo.data && memo.dev == st->st_dev && memo.ino == st->st_ino &&
+	       memo.size == st->st_size && memo.mtime.tv_sec == st->st_mtim.tv_sec &&
+	       memo.mtime.tv_nsec == st->st_mtim.tv_nsec && memo.ctime.tv_sec == st->st_ctim.tv_sec &&
+	       memo.ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void memo_keep(const struct stat *st, const char *patched)
+{
+	free(memo.data);
+	memo.data = NULL;
+	if (fileio_read(patched, HOST_COPY_MAX, &memo.data, &memo.len, NULL, 0) < 0)
+		return;
+	memo.dev = st->st_dev;
+	memo.ino = st->st_ino;
+	memo.size = st->st_size;
+	memo.mtime = st->st_mtim;
+	memo.ctime = st->st_ctim;
+}
+
 int gd_stage_nvidia_smi(struct sim_ctx *ctx, const struct state *s, const struct gd_conf *c,
 			struct sim_errors *errs)
 {
+	struct stat src;
+	bool have_src;
 	const char *tmpbase = getenv("TMPDIR");
 	char reason[512], dir[4096], tmp[4200], path[512], why[512] = "";
 	int r;
@@ -113,6 +151,14 @@ int gd_stage_nvidia_smi(struct sim_ctx *ctx, const struct state *s, const struct
 	}
 	if ((r = host_mock_path(s->mock_root, path, sizeof(path), GD_SMI)) < 0)
 		return r;
+	/* Its identity before the copy: a source replaced meanwhile is
+	 * copied again next pass. */
+	have_src = stat(s->nvidia_smi_src, &src) == 0;
+	if (have_src && memo_fresh(&src)) {
+		if ((r = host_write(&ctx->host, path, memo.data, memo.len, 0755)) < 0)
+			sim_error(errs, path, "from %s: write: %s", s->nvidia_smi_src, strerror(-r));
+		return r;
+	}
 	snprintf(dir, sizeof(dir), "%s/mokka-nvidia-smi.XXXXXX",
 		 tmpbase && *tmpbase ? tmpbase : "/tmp");
 	if (!mkdtemp(dir)) {
@@ -128,6 +174,8 @@ int gd_stage_nvidia_smi(struct sim_ctx *ctx, const struct state *s, const struct
 		snprintf(why, sizeof(why), "write: %s", strerror(-r));
 	if (r < 0)
 		sim_error(errs, path, "from %s: %s", s->nvidia_smi_src, why);
+	else if (have_src)
+		memo_keep(&src, tmp);
 	unlink(tmp);
 	rmdir(dir);
 	return r;
