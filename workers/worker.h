@@ -40,6 +40,7 @@ struct worker {
 	} last, pending;
 	bool skipped;
 	uint64_t state_key;	/* of the state received last */
+	uint64_t state_raw;	/* its bytes' digest */
 	bool state_key_ok;
 };
 

@@ -67,9 +67,18 @@ static int load_state_fd(struct worker *w, int fd, char *err, size_t errlen)
 	r = state_decode(buf, len, &s, err, errlen);
 	/* What Stage renders from, for the incremental skip (stage_skip.h);
 	 * a state that cannot be digested is never skipped. */
-	if (r == 0 && w->sim->inputs)
-		w->state_key_ok = skip_state_key(buf, len, w->sim->stage_ignores,
-						 &w->state_key) == 0;
+	if (r == 0 && w->sim->inputs) {
+		struct skip_key raw;
+
+		/* The same bytes as last time (a no-op pass): the same sections,
+		 * without parsing them again. */
+		skip_key_init(&raw);
+		skip_key_bytes(&raw, buf, len);
+		if (!w->state_key_ok || raw.h != w->state_raw)
+			w->state_key_ok = skip_state_key(buf, len, w->sim->stage_ignores,
+							 &w->state_key) == 0;
+		w->state_raw = raw.h;
+	}
 	free(buf);
 	if (r < 0)
 		return r;
