@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "fileio/beneath.h"
 
 int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc);
 
@@ -45,29 +46,98 @@ static int bind(const char *src, const char *dst)
 	return mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
 }
 
-/* A place for name in dir of src's type: a directory or an empty file
- * (a file, device node or socket is bind-mounted over it); a symlink is
- * copied. */
-static int placeholder(const char *src, const char *dst, struct stat *st)
-{
+/* The node's sources lie beneath the host root (call->root): each is
+ * opened beneath it, never through a link (fileio/beneath.h), and bound
+ * from its fd's /proc/self/fd path, so a link planted in the node's tree
+ * cannot show the command what lies outside it.  src_root < 0: the layout
+ * is not the host's (paths used as given). */
+static int src_root = -1;
+static size_t src_skip;		/* strlen of the host root in a source path */
+static const char *src_shown = "";	/* the host root, as given */
+static char refusal[PATH_MAX + 512];	/* why the last source was refused */
+
+/* src's lstat and, for a link, its target (copied, never followed). */
+struct source {
+	struct stat st;
 	char target[PATH_MAX];
+	char path[PATH_MAX * 2];	/* what to bind: src, or its fd's path */
+	int fd;
+};
+
+static int refused(const char *src, int r)
+{
+	if (src_root >= 0)
+		beneath_explain(src_root, src_shown, src + src_skip, r, refusal, sizeof(refusal));
+	else
+		snprintf(refusal, sizeof(refusal), "%s", strerror(-r));
+	return r;
+}
+
+/* Open src (a path under the host root when src_root >= 0) without
+ * following a link on the way; its last component is described if it is
+ * a link (copied as one), else opened O_PATH.  -errno, refusal set. */
+static int source_open(const char *src, struct source *o)
+{
+	const char *leaf;
 	ssize_t k;
+	int dfd;
+
+	o->fd = -1;
+	snprintf(o->path, sizeof(o->path), "%s", src);
+	if (src_root < 0) {
+		if (lstat(src, &o->st) < 0)
+			return refused(src, -errno);
+		if (S_ISLNK(o->st.st_mode) && (k = readlink(src, o->target, sizeof(o->target) - 1)) >= 0)
+			o->target[k] = '\0';
+		return 0;
+	}
+	if ((dfd = beneath_parent(src_root, src + src_skip, &leaf)) < 0)
+		return refused(src, dfd);
+	if (fstatat(dfd, leaf, &o->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		close(dfd);
+		return refused(src, -errno);
+	}
+	if (S_ISLNK(o->st.st_mode)) {
+		k = readlinkat(dfd, leaf, o->target, sizeof(o->target) - 1);
+		o->target[k < 0 ? 0 : k] = '\0';
+	} else if ((o->fd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+		   beneath_fdpath(o->fd, NULL, o->path, sizeof(o->path)) < 0) {
+		close(dfd);
+		return refused(src, o->fd < 0 ? -errno : -ENAMETOOLONG);
+	}
+	close(dfd);
+	return 0;
+}
+
+/* A place at dst of st's type: a directory or an empty file (a file,
+ * device node or socket is bind-mounted over it); a symlink is copied
+ * (target): 1. */
+static int placeholder_of(const struct stat *st, const char *target, const char *dst)
+{
 	int fd;
 
-	if (lstat(src, st) < 0)
-		return -errno;
-	if (S_ISLNK(st->st_mode)) {
-		if ((k = readlink(src, target, sizeof(target) - 1)) < 0)
-			return -errno;
-		target[k] = '\0';
+	if (S_ISLNK(st->st_mode))
 		return symlink(target, dst) < 0 ? -errno : 1;
-	}
 	if (S_ISDIR(st->st_mode))
 		return mkdir(dst, st->st_mode & 07777) < 0 && errno != EEXIST ? -errno : 0;
 	if ((fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
 		return -errno;
 	close(fd);
 	return 0;
+}
+
+/* placeholder_of for src (the host's own entries, not the node's). */
+static int placeholder(const char *src, const char *dst, struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t k = 0;
+
+	if (lstat(src, st) < 0)
+		return -errno;
+	if (S_ISLNK(st->st_mode) && (k = readlink(src, target, sizeof(target) - 1)) < 0)
+		return -errno;
+	target[k] = '\0';
+	return placeholder_of(st, target, dst);
 }
 
 /* dir becomes a tmpfs with every entry it had bind-mounted back. */
@@ -108,18 +178,16 @@ static int overlay(const char *dir)
 }
 
 /* dir/name shows src: a bind over the host's entry, or a new entry. */
-static int graft(const char *dir, const char *name, const char *src)
+static int graft_src(const char *dir, const char *name, const struct source *o)
 {
 	char dst[PATH_MAX * 2];
-	struct stat st, sst;
+	struct stat st;
 	int r;
 
-	if (lstat(src, &sst) < 0)
-		return -errno;
 	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
-	if (lstat(dst, &st) == 0 && !S_ISLNK(st.st_mode) && !S_ISLNK(sst.st_mode) &&
-	    S_ISDIR(st.st_mode) == S_ISDIR(sst.st_mode))
-		return bind(src, dst);
+	if (lstat(dst, &st) == 0 && !S_ISLNK(st.st_mode) && !S_ISLNK(o->st.st_mode) &&
+	    S_ISDIR(st.st_mode) == S_ISDIR(o->st.st_mode))
+		return bind(o->path, dst);
 	if ((r = overlay(dir)) < 0)
 		return r;
 	if (lstat(dst, &st) == 0) {
@@ -127,9 +195,25 @@ static int graft(const char *dir, const char *name, const char *src)
 		if ((S_ISDIR(st.st_mode) ? rmdir(dst) : unlink(dst)) < 0)
 			return -errno;
 	}
-	if ((r = placeholder(src, dst, &st)) != 0)
+	if ((r = placeholder_of(&o->st, o->target, dst)) != 0)
 		return r == 1 ? 0 : r;
-	return bind(src, dst);
+	return bind(o->path, dst);
+}
+
+static int graft(const char *dir, const char *name, const char *src)
+{
+	struct source o;
+	int r;
+
+	if ((r = source_open(src, &o)) < 0)
+		return r;
+	refusal[0] = '\0';
+	r = graft_src(dir, name, &o);
+	if (o.fd >= 0)
+		close(o.fd);
+	if (r < 0 && !refusal[0])
+		snprintf(refusal, sizeof(refusal), "%s", strerror(-r));
+	return r;
 }
 
 /* Every entry of srcdir matching pattern (NULL = all) into dir. */
@@ -138,9 +222,17 @@ static int graft_all(struct ctl_call *call, const char *dir, const char *srcdir,
 {
 	char src[PATH_MAX * 2];
 	struct dirent *e;
-	int r = 0;
-	DIR *d = opendir(srcdir);
+	int r = 0, fd;
+	DIR *d;
 
+	if (src_root < 0)
+		d = opendir(srcdir);
+	else if ((fd = beneath_open(src_root, srcdir + src_skip, O_RDONLY | O_DIRECTORY, 0)) >= 0)
+		d = fdopendir(fd);
+	else if (fd == -ENOENT)
+		d = NULL;
+	else
+		return ctl_fail(call, refused(srcdir, fd), "%s: %s", srcdir, refusal);
 	if (!d)
 		return 0;	/* the node does not have it */
 	while (r == 0 && (e = readdir(d))) {
@@ -155,7 +247,7 @@ static int graft_all(struct ctl_call *call, const char *dir, const char *srcdir,
 			continue;
 		snprintf(src, sizeof(src), "%s/%s", srcdir, e->d_name);
 		if ((r = graft(dir, e->d_name, src)) < 0)
-			ctl_fail(call, r, "%s/%s from %s: %s", dir, e->d_name, src, strerror(-r));
+			ctl_fail(call, r, "%s/%s from %s: %s", dir, e->d_name, src, refusal);
 	}
 	closedir(d);
 	return r;
@@ -180,6 +272,20 @@ static int gpus_option(struct ctl_call *call, bool *minors, bool *filter)
 				minors[call->prof->gpu[i].index % CTL_MAX_GPUS] = true;
 	}
 	return 0;
+}
+
+/* Whether the node has p: 1, 0 (absent), or -errno (refusal set). */
+static int present(const char *p)
+{
+	int fd;
+
+	if (src_root < 0)
+		return access(p, F_OK) == 0;
+	if ((fd = beneath_open(src_root, p + src_skip, O_PATH, 0)) >= 0) {
+		close(fd);
+		return 1;
+	}
+	return fd == -ENOENT ? 0 : refused(p, fd);
 }
 
 static bool served(const char *view)
@@ -214,6 +320,13 @@ int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc)
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return ctl_fail(call, -errno, "private mount namespace: %s (needs CAP_SYS_ADMIN)",
 				strerror(errno));
+	/* The root's fd is opened in the new namespace: a bind's source must
+	 * be a mount of this namespace. */
+	src_skip = call->root ? strlen(call->root) : 0;
+	src_shown = call->root ? call->root : "";
+	if (call->root && !strncmp(node, call->root, src_skip) && node[src_skip] == '/' &&
+	    (src_root = beneath_root(call->root)) < 0)
+		return ctl_fail(call, src_root, "%s: %s", call->root, strerror(-src_root));
 	static const struct { const char *dir, *name, *root, *src, *pattern; int gpus; } m[] = {
 		{ "/sys/bus", "pci", "V", "/sys/bus/pci", NULL, 0 },
 		{ "/sys/devices", NULL, "V", "/sys/devices", "pci*", 0 },
@@ -239,12 +352,14 @@ int ctl_cmd_exec(struct ctl_call *call, struct yl_node **doc)
 
 		/* The staged tree has no view-only entries (iommu_groups, vfio, cmdline). */
 		snprintf(p, sizeof(p), "%s%s", root, m[i].src);
-		if (access(p, F_OK) < 0)
+		if ((r = present(p)) == 0)
 			continue;
+		if (r < 0)
+			return ctl_fail(call, r, "%s: %s (refused, nothing bound)", p, refusal);
 		if (m[i].name) {
 			if ((r = graft(m[i].dir, m[i].name, p)) < 0)
 				return ctl_fail(call, r, "%s/%s from %s: %s", m[i].dir, m[i].name, p,
-						strerror(-r));
+						refusal);
 		} else if ((r = graft_all(call, m[i].dir, p, m[i].pattern,
 					  m[i].gpus && filter ? minors : NULL)) < 0)
 			return r;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "shims/nvml/pcibind.h"
 #include "workers/pcibus/pcifs/pcifs.h"
 
@@ -207,8 +208,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* The binding file as the daemon writes it, read back as NVML reads it
 	 * (beside "config.yaml" in the same directory). */
-	if (pcifs_state_write(&m, state) < 0)
+	int dfd = beneath_root(dir);
+
+	if (dfd < 0 || pcifs_state_write(&m, dfd, "pci-drivers") < 0)
 		abort();
+	close(dfd);
 	for (int i = 0; i < m.nfns; i++)
 		check_fn(&v, i, cfg);
 	pcifs_model_free(&m);

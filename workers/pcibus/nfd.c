@@ -10,12 +10,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "shims/nvml/pcibind.h"
 #include "workers/manifest.h"
@@ -193,21 +195,53 @@ static int keep_foreign(struct host *h, struct sim_errors *errs)
 	return r;
 }
 
+/* The kept copy renamed back over the features file, each reached through
+ * its directory's fd opened beneath the root (no check-then-use window): a
+ * link on either way, or at either end, is refused and named, never
+ * followed nor replaced.  Nothing kept, or no features directory: 0. */
+static int put_back(const struct host *h, const char *kept_rel)
+{
+	char kphys[PATH_MAX], fphys[PATH_MAX];
+	const char *kleaf, *fleaf;
+	int rootfd, kdir = -1, fdir = -1, r;
+	struct stat st;
+
+	if ((r = host_phys(h, kept_rel, kphys, sizeof(kphys))) < 0 ||
+	    (r = host_phys(h, NFD_FEATURES_FILE, fphys, sizeof(fphys))) < 0)
+		return r;
+	if ((rootfd = beneath_root(h->root)) < 0)
+		return rootfd;
+	if ((kdir = beneath_parent(rootfd, kphys, &kleaf)) < 0)
+		r = kdir == -ENOENT ? 0 : host_refused(h->root, rootfd, kphys, kdir);
+	else if (fstatat(kdir, kleaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		r = errno == ENOENT ? 0 : -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = host_refused(h->root, rootfd, kphys, S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL);
+	else if ((fdir = beneath_parent(rootfd, fphys, &fleaf)) < 0)
+		r = fdir == -ENOENT ? 0 : host_refused(h->root, rootfd, fphys, fdir);
+	else if (fstatat(fdir, fleaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		r = host_refused(h->root, rootfd, fphys, -ELOOP);
+	else if (renameat(kdir, kleaf, fdir, fleaf) < 0)
+		r = errno == ENOENT ? 0 : -errno;
+	if (kdir >= 0)
+		close(kdir);
+	if (fdir >= 0)
+		close(fdir);
+	close(rootfd);
+	return r;
+}
+
 int nfd_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 {
 	char file[8192], kept[8192], rel[512];
 	int r = paths(&ctx->host, file, kept, sizeof(file), rel, sizeof(rel));
 
-	char dir[sizeof(NFD_FEATURES_FILE)] = NFD_FEATURES_FILE;
-
-	*strrchr(dir, '/') = '\0';
-	/* Both ends reached without a link (fileio/beneath.h), else left. */
-	if (r == 0 && host_beneath(&ctx->host, rel) && host_beneath(&ctx->host, dir) &&
-	    rename(kept, file) < 0 && errno != ENOENT)
-		r = -errno;
+	if (r == 0)
+		r = put_back(&ctx->host, rel);
 	if (r < 0)
 		sim_error(errs, "nfd", "pcibus: putting back %s from %s: %s", NFD_FEATURES_FILE,
-			  rel, strerror(-r));
+			  rel, r == -ELOOP ? "a symbolic link on the way (refused, logged)"
+					   : strerror(-r));
 	return r;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "workers/pcibus/pcifs/pcifs.h"
 
 static unsigned long read_hex(const char *sys, const char *devpath, const char *attr)
@@ -162,16 +163,18 @@ void pcifs_carry(struct pcifs_model *to, const struct pcifs_model *from)
 }
 
 /* "<bdf> <driver>|-|removed" per function; the NVML shim hides a GPU
- * whose line names anything but nvidia.  Replaced by rename. */
-int pcifs_state_write(const struct pcifs_model *m, const char *path)
+ * whose line names anything but nvidia.  rel is beneath rootfd, reached
+ * without a link (fileio/beneath.h) and replaced atomically; a link at rel
+ * or above it is refused (-ELOOP), never written through. */
+int pcifs_state_write(const struct pcifs_model *m, int rootfd, const char *rel)
 {
-	char tmp[PATH_MAX + 16];
+	const char *leaf;
+	char *buf = NULL;
+	size_t len = 0;
 	FILE *f;
-	int r = 0;
+	int r, dirfd;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	if (!(f = fopen(tmp, "we")))
+	if (!(f = open_memstream(&buf, &len)))
 		return -errno;
 	fprintf(f, "# mokka-pcifs: PCI functions and their drivers (- unbound)\n");
 	for (int i = 0; i < m->nfns; i++) {
@@ -182,16 +185,19 @@ int pcifs_state_write(const struct pcifs_model *m, const char *path)
 		fprintf(f, "%s %s\n", fn->bdf, !fn->present ? "removed"
 					       : fn->driver < 0 ? "-" : m->drv[fn->driver].name);
 	}
+	if (fclose(f)) {
+		free(buf);
+		return -ENOMEM;
+	}
 	/* No fsync: readers need the rename's atomicity, not durability (a
 	 * restarted daemon writes the file afresh), and a sync per write
 	 * would cost milliseconds per unbind. */
-	if (fflush(f))
-		r = -errno;
-	if (fclose(f) && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
+	if ((dirfd = beneath_parent(rootfd, rel, &leaf)) < 0)
+		r = dirfd;
+	else {
+		r = beneath_replace(dirfd, leaf, buf, len, 0644, 0);
+		close(dirfd);
+	}
+	free(buf);
 	return r;
 }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio/beneath.h"
 #include "ipc/log.h"
 #include "workers/pcibus/pcifs/pcifs.h"
 
@@ -33,6 +34,12 @@ static volatile sig_atomic_t want_reload;
 static bool notify_parent;
 static char held_gpus[8192];	/* the NVIDIA functions nvidia holds, for --notify-parent */
 static char host_root[PATH_MAX];
+/* Writes beneath the host root never go through a link (fileio/beneath.h):
+ * the binding file and the default mount point are reached from rootfd;
+ * state_rel and mount_rel are their paths below it ("" mount_rel: --mount
+ * named a path of the operator's, used as given). */
+static int rootfd = -1;
+static char state_rel[PATH_MAX], mount_rel[PATH_MAX];
 /* fuse_loop_mt serves calls at once (a write waiting for the supervisor's
  * pass must not stall the readers the pass may have); the model, the view
  * and the profile caches are behind this one lock. */
@@ -96,9 +103,12 @@ static void persist(void)
 
 	if (model.gen == saved_gen)
 		return;
-	if ((r = pcifs_state_write(&model, state_path)) < 0)
-		log_warn("%s: write: %s", state_path, strerror(-r));
-	else
+	if ((r = pcifs_state_write(&model, rootfd, state_rel)) < 0) {
+		char why[PATH_MAX + 256];
+
+		beneath_explain(rootfd, host_root, state_rel, r, why, sizeof(why));
+		log_warn("%s: write: %s (refused, not written through)", state_path, why);
+	} else
 		saved_gen = model.gen;
 	notify();
 }
@@ -396,13 +406,99 @@ static int parse_args(int argc, char **argv)
 	snprintf(V.procpci, sizeof(V.procpci), "%s%s/proc/bus/pci", host, mock);
 	snprintf(conf_path, sizeof(conf_path), "%s%s" PCIFS_CONF, host, mock);
 	snprintf(state_path, sizeof(state_path), "%s%s" PCIFS_STATE, host, mock);
+	snprintf(state_rel, sizeof(state_rel), "%s" PCIFS_STATE, mock);
 	snprintf(config_path, sizeof(config_path), "%s%s" PCIFS_ENGINE_CONFIG, host, mock);
 	snprintf(overrides_path, sizeof(overrides_path), "%s%s" PCIFS_OVERRIDES, host, mock);
 	if (mnt)
 		snprintf(mount_dir, sizeof(mount_dir), "%s", mnt);
-	else
+	else {
 		snprintf(mount_dir, sizeof(mount_dir), "%s%s" PCIFS_MOUNT, host, mock);
+		snprintf(mount_rel, sizeof(mount_rel), "%s" PCIFS_MOUNT, mock);
+	}
 	return -1;
+}
+
+/* The mount point, made (its leaf) and checked beneath the host root: a
+ * link planted at it or above it is refused and named, nothing mounted.
+ * fuse_mount takes a path, not an fd: with auto_unmount (the helper that
+ * unmounts after a SIGKILL) libfuse hands it to fusermount3, which
+ * resolves it to a string and lstat()s it, so a /proc/self/fd path cannot
+ * be used.  The window between this check and fusermount3's lookup is
+ * checked by mounted_beneath() after the mount.  --mount's path (the
+ * operator's) is used as given.  0, or -1 logged. */
+static int mount_point(void)
+{
+	char why[PATH_MAX + 256];
+	int r, fd;
+
+	if (!mount_rel[0]) {
+		if (mkdir(mount_dir, 0755) == 0 || errno == EEXIST)
+			return 0;
+		log_error("%s: mkdir: %s", mount_dir, strerror(errno));
+		return -1;
+	}
+	r = beneath_mkdir(rootfd, mount_rel, 0755);
+	fd = r == 0 || r == -EEXIST ? beneath_open(rootfd, mount_rel, O_PATH | O_DIRECTORY, 0) : r;
+	if (fd < 0) {
+		beneath_explain(rootfd, host_root, mount_rel, fd, why, sizeof(why));
+		log_error("%s: mount point refused: %s (nothing mounted)", mount_dir, why);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* After the mount: the newest pcifs mount in mountinfo sits at the mount
+ * point as reached beneath the root (the root's real path + mount_rel);
+ * elsewhere means a link was swapped in between mount_point()'s check and
+ * fusermount3's lookup, and the caller unmounts at once (the residual
+ * window: until then our read-only-to-others view was visible at the
+ * link's target; nothing is written there).  mountinfo, not a stat of
+ * the mount point: that would wait on our own FUSE loop, not yet running. */
+static int mounted_beneath(void)
+{
+	char line[8192], mnt[4096], want[PATH_MAX * 2], real[PATH_MAX], last[4096] = "";
+	FILE *f;
+
+	if (!mount_rel[0])
+		return 0;
+	if (!realpath(host_root[0] ? host_root : "/", real))
+		return -1;
+	snprintf(want, sizeof(want), "%s%s", strcmp(real, "/") ? real : "", mount_rel);
+	if (!(f = fopen("/proc/self/mountinfo", "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+
+		if (sep && !strncmp(sep + 3, "fuse.pcifs ", 11) &&
+		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1)
+			snprintf(last, sizeof(last), "%s", mnt);
+	}
+	fclose(f);
+	pcifs_mountinfo_unescape(last);
+	if (!strcmp(last, want))
+		return 0;
+	log_error("%s: mounted at %s instead: a link was planted at %s or above it while "
+		  "mounting (unmounted)", mount_dir, last[0] ? last : "?", mount_dir);
+	return -1;
+}
+
+/* unlink of the binding file through its directory's fd: a link there
+ * (someone else's) is refused and left, -ELOOP; absent: 0. */
+static int remove_state(void)
+{
+	const char *leaf;
+	struct stat st;
+	int dfd = beneath_parent(rootfd, state_rel, &leaf), r = 0;
+
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		r = -ELOOP;
+	else if (unlinkat(dfd, leaf, 0) < 0 && errno != ENOENT)
+		r = -errno;
+	close(dfd);
+	return r;
 }
 
 static void read_cmdline(void)
@@ -420,7 +516,8 @@ int main(int argc, char **argv)
 	char *fargv[] = { argv[0], "-o", "allow_other,auto_unmount,fsname=mokka-pcifs,subtype=pcifs", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	struct fuse *f;
-	int r;
+	bool mounted = false;
+	int r, r2;
 
 	log_setup("mokka-pcifs", LOG_LVL_INFO, LOG_FMT_TEXT);
 	if ((r = parse_args(argc, argv)) >= 0)
@@ -429,18 +526,25 @@ int main(int argc, char **argv)
 	 * SIGTERM unmounts (auto_unmount's helper covers a SIGKILL anyway). */
 	if (getppid() != 1)
 		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	if ((rootfd = beneath_root(host_root)) < 0) {
+		log_error("%s: %s", host_root[0] ? host_root : "/", strerror(-rootfd));
+		return 1;
+	}
 	read_cmdline();
 	if ((r = pcifs_load(&model, V.sys, read_node())) < 0)
 		log_warn("%s: %s (serving what loaded)", V.sys, strerror(-r));
 	model.busy = busy;
 	persist();
 	pcifs_stale_unmount(mount_dir);
-	if (mkdir(mount_dir, 0755) < 0 && errno != EEXIST) {
-		log_error("%s: mkdir: %s", mount_dir, strerror(errno));
+	if (mount_point() < 0)
 		return 1;
-	}
-	if (!(f = fuse_new(&args, &ops, sizeof(ops), NULL)) || fuse_mount(f, mount_dir) < 0) {
+	if (!(f = fuse_new(&args, &ops, sizeof(ops), NULL)) || fuse_mount(f, mount_dir) < 0)
 		log_error("%s: cannot mount (needs /dev/fuse and CAP_SYS_ADMIN)", mount_dir);
+	else if (mounted_beneath() == 0)
+		mounted = true;
+	else
+		fuse_unmount(f);
+	if (!mounted) {
 		if (f)
 			fuse_destroy(f);
 		fuse_opt_free_args(&args);
@@ -458,8 +562,12 @@ int main(int argc, char **argv)
 	fuse_opt_free_args(&args);
 	pcifs_model_free(&model);
 	/* The binding file is only true while we serve. */
-	if (unlink(state_path) < 0 && errno != ENOENT)
-		log_warn("%s: unlink: %s", state_path, strerror(errno));
+	if ((r2 = remove_state()) < 0) {
+		char why[PATH_MAX + 256];
+
+		beneath_explain(rootfd, host_root, state_rel, r2, why, sizeof(why));
+		log_warn("%s: unlink: %s (left)", state_path, why);
+	}
 	log_info("unmounted %s", mount_dir);
 	return r ? 1 : 0;
 }

@@ -30,7 +30,8 @@ int pcifs_load(struct pcifs_model *m, const char *sys, const struct pcifs_node *
 /* Bindings, overrides, removals, VFs and dynamic ids of from, onto a
  * freshly loaded to. */
 void pcifs_carry(struct pcifs_model *to, const struct pcifs_model *from);
-int pcifs_state_write(const struct pcifs_model *m, const char *path);
+/* The binding file at rel beneath rootfd (load.c); -ELOOP: a link on the way. */
+int pcifs_state_write(const struct pcifs_model *m, int rootfd, const char *rel);
 
 /* From the engine config (the profile) and the overrides (profile.c). */
 int pcifs_profile_iommu(const char *config);
@@ -51,6 +52,8 @@ struct pcifs_sync {
 void pcifs_sync_mark(const char *host, struct pcifs_sync *s);
 int pcifs_sync_wait(const char *host, const struct pcifs_sync *s, int timeout_ms);
 
+/* mountinfo's escapes (\\ooo) undone in place (stale.c). */
+void pcifs_mountinfo_unescape(char *s);
 /* Detach whatever is mounted at dir (a killed instance's mount). */
 int pcifs_stale_unmount(const char *dir);
 

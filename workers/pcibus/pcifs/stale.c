@@ -10,7 +10,7 @@
 #include "workers/pcibus/pcifs/pcifs.h"
 
 /* mountinfo's field 5 escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
+void pcifs_mountinfo_unescape(char *s)
 {
 	char *o = s;
 
@@ -37,12 +37,12 @@ int pcifs_stale_unmount(const char *dir)
 		found = 0;
 		while (f && fgets(line, sizeof(line), f))
 			if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
-				unescape(mnt);
+				pcifs_mountinfo_unescape(mnt);
 				found |= !strcmp(mnt, dir);
 			}
 		if (f)
 			fclose(f);
-		if (found && umount2(dir, MNT_DETACH) < 0) {
+		if (found && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
 			log_warn("%s: stale mount: umount: %s", dir, strerror(errno));
 			return -errno;
 		}

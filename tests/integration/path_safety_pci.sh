@@ -1,0 +1,107 @@
+#!/bin/bash
+# No write escapes the host root (issue 19), for the PCI bus and the
+# writers beside it: links to a directory (or file) outside the root are
+# planted at each place they write or bind from; each is refused with an
+# error naming the link, and a full listing of the outside directory does
+# not change.
+#   P  mokka-pcifs: the binding file R/driver/config/pci-drivers (written
+#      and removed at exit), its mount point R/run/pcifs
+#   X  mokka-ctl exec: a source it bind-mounts (R/ib)
+#   G  the supervisor's NRI staging lock's directory /run/nvml-mock
+. "$(dirname "$0")/../lib.sh"
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (mounts)"; exit 77; }
+command -v fusermount3 >/dev/null || { echo "FAIL: fusermount3 missing (fuse3)"; exit 1; }
+CTL=$B/mokka-ctl
+OUT=$T/outside
+mkdir -p "$OUT"
+echo "not the simulator's" > "$OUT/witness"
+
+listing() { find "$OUT" -printf '%P %y %m %s %T@ %l\n' | sort; }
+plant() { # plant HOSTPATH [file]: HOSTPATH becomes a link to a fresh dir (file) outside
+	local d
+	d=$OUT/$(echo "$1" | tr / _)
+	rm -rf "${ROOT:?}$1"
+	mkdir -p "$(dirname "$ROOT$1")"
+	if [ "${2:-}" = file ]; then echo keep > "$d"; else mkdir -p "$d" && echo keep > "$d/keep"; fi
+	ln -s "$d" "$ROOT$1" || die "cannot plant $1"
+}
+named() { grep -qF "$ROOT$2 is a symbolic link" "$1"; }
+same_outside() {
+	listing > "$T/out-after"
+	if diff -u "$T/out-before" "$T/out-after" > "$T/out.diff"; then
+		pass "$1: nothing outside the root changed"
+	else
+		fail "$1: the outside directory changed"; sed 's/^/# /' "$T/out.diff" | head -20
+	fi
+}
+
+cp "$S/etc/profiles/h100.yaml" "$T/profile.yaml"
+for w in pcibus gpudriver; do
+	MOKKA_PKGLIBDIR=$B/.libs "$B/mokka-worker-$w" --host-root "$ROOT" --config "$T/profile.yaml" \
+		--log-level warn stage > /dev/null 2>&1 || die "$w stage"
+done
+mkdir -p "$ROOT$R/run"
+
+# ---- P: mokka-pcifs ----
+pcifs() { # pcifs LOG SCRIPT: mokka-pcifs in a private mount namespace, SCRIPT beside it
+	unshare -m --propagation private bash -c '
+		"$1/mokka-pcifs" --host-root "$2" --mock-root "$3" > "$4" 2>&1 & p=$!
+		eval "$5"
+		kill -TERM $p 2>/dev/null; wait $p' _ "$B" "$ROOT" "$R" "$1" "$2"
+}
+plant "$R/run/pcifs"
+listing > "$T/out-before"
+pcifs "$T/p1.log" 'for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.1; done
+	grep -q " fuse" /proc/self/mounts && grep " fuse" /proc/self/mounts >&2'
+check "P: mokka-pcifs refuses the mount point R/run/pcifs (exits)" grep -q "mount point refused" "$T/p1.log"
+check "P: the log names $R/run/pcifs" named "$T/p1.log" "$R/run/pcifs"
+check "P: the link at the mount point is left" test -L "$ROOT$R/run/pcifs"
+same_outside "P $R/run/pcifs"
+rm -f "$ROOT$R/run/pcifs"
+
+STATE=$R/driver/config/pci-drivers
+plant "$STATE" file
+listing > "$T/out-before"
+VIEW=$ROOT$R/run/pcifs
+pcifs "$T/p2.log" 'for i in $(seq 100); do [ -e "$2$3/run/pcifs/sys/bus/pci/devices" ] && break; sleep 0.1; done
+	echo 0000:1a:00.0 > "$2$3/run/pcifs/sys/bus/pci/drivers/nvidia/unbind"'
+check "P: the log names the binding file $STATE" named "$T/p2.log" "$STATE"
+check "P: the link at the binding file is left (not replaced, not removed)" test -L "$ROOT$STATE"
+same_outside "P $STATE"
+rm -f "$ROOT$STATE"
+# Without links it serves and writes the binding file (the same run).
+pcifs "$T/p3.log" 'for i in $(seq 100); do [ -e "$2$3/run/pcifs/sys/bus/pci/devices" ] && break; sleep 0.1; done
+	echo 0000:1a:00.0 > "$2$3/run/pcifs/sys/bus/pci/drivers/nvidia/unbind"
+	grep -qx "0000:1a:00.0 -" "$2$3/driver/config/pci-drivers" && touch "$2/ok"'
+check "P: without links the binding file is written" test -e "$ROOT/ok"
+check "P: and removed at exit" test ! -e "$ROOT$STATE"
+rm -f "$ROOT/ok"
+
+# ---- X: mokka-ctl exec's sources ----
+plant "$R/ib"
+mkdir -p "$OUT/_var_lib_nvml-mock_ib/dev/infiniband" && echo x > "$OUT/_var_lib_nvml-mock_ib/dev/infiniband/umad0"
+listing > "$T/out-before"
+env -u MOCK_NVML_OVERRIDES -u MOCK_NVML_CONFIG "$CTL" --host-root "$ROOT" exec -- \
+	sh -c 'test -e /dev/infiniband/umad0 && echo LEAKED' > "$T/x.log" 2>&1 &&
+	fail "X: mokka-ctl exec ran with a link at $R/ib"
+check "X: the command never saw the outside content" sh -c "! grep -q LEAKED '$T/x.log'"
+check "X: the error names $R/ib" named "$T/x.log" "$R/ib"
+same_outside "X $R/ib"
+rm -f "$ROOT$R/ib"
+env -u MOCK_NVML_OVERRIDES -u MOCK_NVML_CONFIG "$CTL" --host-root "$ROOT" exec -- \
+	sh -c 'test -e /dev/nvidia0' > "$T/x2.log" 2>&1
+check "X: without links it runs the command with the node's /dev/nvidia0" [ $? = 0 ]
+
+# ---- G: the NRI staging lock ----
+rm -rf "$ROOT"
+mkdir -p "$ROOT"
+plant /run/nvml-mock
+listing > "$T/out-before"
+start_supervisor --simulators gpudriver,cri --container-runtime none --nri-plugin --config "$T/profile.yaml"
+check "G: the log names /run/nvml-mock" wait_for 30 named "$T/sup.log" /run/nvml-mock
+stop_supervisor
+check "G: the link is left" test -L "$ROOT/run/nvml-mock"
+same_outside "G /run/nvml-mock"
+
+[ "$FAILS" -eq 0 ] || exit 1
