@@ -8,6 +8,7 @@
 #      and removed at exit), its mount point R/run/pcifs
 #   X  mokka-ctl exec: a source it bind-mounts (R/ib)
 #   G  the supervisor's NRI staging lock's directory /run/nvml-mock
+#   N  pcibus's teardown putting a foreign NFD features file back
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (mounts)"; exit 77; }
@@ -103,5 +104,20 @@ check "G: the log names /run/nvml-mock" wait_for 30 named "$T/sup.log" /run/nvml
 stop_supervisor
 check "G: the link is left" test -L "$ROOT/run/nvml-mock"
 same_outside "G /run/nvml-mock"
+
+# ---- N: teardown puts a foreign NFD features file back (renameat) ----
+rm -rf "$ROOT"
+FEAT=/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features
+mkdir -p "$(dirname "$ROOT$FEAT")"
+echo someone.else=1 > "$ROOT$FEAT"
+start_supervisor --simulators pcibus
+wait_for 30 is_code /readyz 200 || die "N: not ready: $(cat "$T/body")"
+wait_for 10 test -e "$ROOT$R/state/pcibus.nfd-foreign" || fail "N: the foreign file was not kept"
+plant "$FEAT" file
+listing > "$T/out-before"
+stop_supervisor
+check "N: the log names $FEAT" named "$T/sup.log" "$FEAT"
+check "N: the link is left (not replaced by the put-back)" test -L "$ROOT$FEAT"
+same_outside "N $FEAT"
 
 [ "$FAILS" -eq 0 ] || exit 1
