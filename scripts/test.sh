@@ -103,6 +103,7 @@ phase "distcheck"
 # Benchmark: a report of ratios measured in this run, never a verdict.
 if [ $rc -eq 0 ]; then
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/reconcile.sh | grep '^bench:' || true
+	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top RUNS=2 bash tests/bench/scale.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/nvml.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/nvml_instr.sh | grep '^bench:' || true
 	MOKKA_BUILDDIR=$top/build-ci MOKKA_SRCDIR=$top bash tests/bench/ib.sh | grep '^bench:' || true

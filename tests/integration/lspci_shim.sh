@@ -153,10 +153,11 @@ check_way() {
 		if [ "$way" = proc ]; then
 			# pciutils 3.9's proc backend misparses the driver column
 			# after 64-bit BARs (the host's real file too: "Kernel
-			# driver in use: 0"), so read the column itself.
+			# driver in use: 0"), so read the column itself (as strings:
+			# awk would take "9e00" and "0009" for the same number).
 			bus=${bdf#*:} slot=${bdf##*:}
 			key=${bus%%:*}$(printf '%02x' $((0x${slot%.*} * 8 + ${slot#*.})))
-			drv=$(awk -F'\t' -v k="$key" '$1 == k { print $NF }' \
+			drv=$(awk -F'\t' -v k="$key" '$1 "" == k "" { print $NF }' \
 				"$r/proc/bus/pci/devices")
 			[ "$drv" = nvidia ] ||
 				fail "$name/$way: $bdf: /proc/bus/pci/devices driver '$drv'"
