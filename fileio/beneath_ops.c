@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fileio/beneath.h"
+#include "fileio/fileio.h"
 
 int beneath_mkdirs(int rootfd, const char *rel, mode_t mode)
 {
@@ -47,22 +48,6 @@ int beneath_mkdirs(int rootfd, const char *rel, mode_t mode)
 	}
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		off += (size_t)n;
-	}
-	return 0;
-}
-
 int beneath_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		    int flags)
 {
@@ -80,7 +65,7 @@ int beneath_replace(int dirfd, const char *name, const void *data, size_t len, m
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	if ((r = write_all(fd, data, len)) == 0 && fchmod(fd, mode) < 0)
+	if ((r = fileio_write_all(fd, data, len)) == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (r == 0 && (flags & BENEATH_REPLACE_SYNC) && fsync(fd) < 0)
 		r = -errno;

@@ -108,3 +108,19 @@ nomem:
 	close(fd);
 	return -ENOMEM;
 }
+
+int fileio_write_all(int fd, const void *data, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		off += (size_t)n;
+	}
+	return 0;
+}

@@ -16,4 +16,7 @@ int fileio_read(const char *path, size_t max, char **buf, size_t *len, char *msg
 int fileio_read_flags(const char *path, int oflags, size_t max, char **buf, size_t *len,
 		      char *msg, size_t msglen);
 
+/* Write all len bytes to fd, retrying short writes and EINTR: 0 or -errno. */
+int fileio_write_all(int fd, const void *data, size_t len);
+
 #endif

@@ -51,27 +51,10 @@ if ! "$cc" -fsanitize=fuzzer -o "${TMPDIR:-/tmp}/fc-probe.$$" "${TMPDIR:-/tmp}/f
 fi
 rm -f "${TMPDIR:-/tmp}/fc-probe.$$"*
 
-# The same tree and flags as `make fuzz` (tests/fuzz/run-libfuzzer.sh).
-cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined"
-cflags="$cflags -fno-sanitize-recover=undefined -DMOKKA_LIBFUZZER"
-stamp="$cc $cflags"
-mkdir -p "$fb" "$dir" || exit 1
-if [ ! -f "$fb/Makefile" ] || [ "$(cat "$fb/.fuzz-config" 2>/dev/null)" != "$stamp" ]; then
-	echo "fuzz-campaign: configuring $fb with $cc"
-	(cd "$fb" && "$here/configure" -q CC="$cc" CFLAGS="$cflags") ||
-		{ echo "fuzz-campaign: configure failed in $fb" >&2; exit 1; }
-	echo "$stamp" > "$fb/.fuzz-config"
-fi
-echo "fuzz-campaign: building $* in $fb"
-if ! make -C "$fb" -j"${FUZZ_BUILD_JOBS:-2}" LDFLAGS=-fsanitize=fuzzer "$@" > "$fb/build.log" 2>&1; then
-	tail -30 "$fb/build.log"
-	echo "fuzz-campaign: build failed (log: $fb/build.log)" >&2
-	exit 1
-fi
-
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:verify_asan_link_order=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export MOKKA_SRCDIR=$here
+# The same tree and flags as `make fuzz`.
+mkdir -p "$dir" || exit 1
+. "$here/tests/fuzz/libfuzzer-build.sh"
+libfuzzer_build fuzz-campaign "$cc" "$here" "$fb" "$@" || exit 1
 
 # run_one TARGET: the corpus in DIR/TARGET/ (the layout `make fuzz` keeps
 # its work corpus in), findings in DIR/TARGET.found/, DIR/TARGET.log and

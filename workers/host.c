@@ -303,21 +303,6 @@ static int tmp_name(const struct leaf *l, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		off += (size_t)n;
-	}
-	return 0;
-}
-
 int host_write(struct host *h, const char *path, const void *data, size_t len, mode_t mode)
 {
 	struct leaf l;
@@ -333,7 +318,7 @@ int host_write(struct host *h, const char *path, const void *data, size_t len, m
 		r = -errno;
 		goto out;
 	}
-	if ((r = write_all(fd, data, len)) < 0)
+	if ((r = fileio_write_all(fd, data, len)) < 0)
 		goto fail;
 	if (fchmod(fd, mode) < 0 || close(fd) < 0) {
 		r = -errno;

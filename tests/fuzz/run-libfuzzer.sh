@@ -24,26 +24,8 @@ fi
 [ $# -gt 0 ] || { echo "make fuzz: no fuzz targets" >&2; exit 1; }
 case $secs in '' | *[!0-9]*) echo "make fuzz: FUZZ_SECONDS='$secs' is not a number" >&2; exit 1 ;; esac
 
-cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined"
-cflags="$cflags -fno-sanitize-recover=undefined -DMOKKA_LIBFUZZER"
-stamp="$FUZZ_CC $cflags"
-mkdir -p "$fb" || exit 1
-if [ ! -f "$fb/Makefile" ] || [ "$(cat "$fb/.fuzz-config" 2>/dev/null)" != "$stamp" ]; then
-	echo "make fuzz: configuring $fb with $FUZZ_CC"
-	(cd "$fb" && "$src/configure" -q CC="$FUZZ_CC" CFLAGS="$cflags") ||
-		{ echo "make fuzz: configure failed in $fb" >&2; exit 1; }
-	echo "$stamp" > "$fb/.fuzz-config"
-fi
-echo "make fuzz: building $* in $fb"
-if ! make -C "$fb" -j"${FUZZ_BUILD_JOBS:-2}" LDFLAGS=-fsanitize=fuzzer "$@" > "$fb/build.log" 2>&1; then
-	tail -40 "$fb/build.log"
-	echo "make fuzz: build failed (log: $fb/build.log)" >&2
-	exit 1
-fi
-
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:verify_asan_link_order=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export MOKKA_SRCDIR=$src
+. "$src/tests/fuzz/libfuzzer-build.sh"
+libfuzzer_build "make fuzz" "$FUZZ_CC" "$src" "$fb" "$@" || exit 1
 
 # keep_minimal TARGET CORPUS WORK: CORPUS becomes its hand-named seeds plus
 # a set of inputs (named by their SHA-1, as libFuzzer names them) that
