@@ -35,3 +35,22 @@ nv_need() {
 	[ -x "$NVBIN/$1" ] || die "$NVBIN/$1 missing (scripts/install-deps.sh builds it)"
 	echo "$NVBIN/$1"
 }
+
+# nv_mig_layouts PROFILE DIR SMALL MID LARGE: PROFILE with declared MIG
+# layouts for the device plugin's and GFD's strategies: DIR/single.yaml
+# (every GPU 7 x SMALL) and DIR/mixed.yaml (GPU 0: 3 x SMALL + 2 x MID,
+# GPU 1: 2 x LARGE, the rest whole).
+nv_mig_layouts() {
+	/usr/bin/python3 - "$@" <<'PYEOF'
+import sys, yaml
+src, out, small, mid, large = sys.argv[1:6]
+p = yaml.safe_load(open(src))
+for d in p["devices"]:
+    d["mig"] = {"mig-enabled": True, "mig-devices": {small: 7}}
+yaml.safe_dump(p, open(out + "/single.yaml", "w"))
+p = yaml.safe_load(open(src))
+p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {small: 3, mid: 2}}
+p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {large: 2}}
+yaml.safe_dump(p, open(out + "/mixed.yaml", "w"))
+PYEOF
+}

@@ -79,17 +79,7 @@ check "the plugin logged the Xid" grep -q 'Xid=79' "$T/plugin.log"
 stop_supervisor
 
 # ---- MIG strategies over declared layouts
-/usr/bin/python3 - "$S/etc/profiles/a100.yaml" "$T" <<'PYEOF'
-import sys, yaml
-p = yaml.safe_load(open(sys.argv[1]))
-for d in p["devices"]:
-    d["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 7}}
-yaml.safe_dump(p, open(sys.argv[2] + "/single.yaml", "w"))
-p = yaml.safe_load(open(sys.argv[1]))
-p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {"1g.5gb": 3, "2g.10gb": 2}}
-p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {"3g.20gb": 2}}
-yaml.safe_dump(p, open(sys.argv[2] + "/mixed.yaml", "w"))
-PYEOF
+nv_mig_layouts "$S/etc/profiles/a100.yaml" "$T" 1g.5gb 2g.10gb 3g.20gb
 mig_run() { # mig_run STRATEGY NRESOURCES: stage $T/STRATEGY.yaml, list what the plugin advertises
 	local st=$1 h=$T/mig-$1 d=$T/dp-$1 dr
 	dr=$h$R/driver

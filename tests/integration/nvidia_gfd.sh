@@ -109,17 +109,7 @@ n=$(ls "$S"/etc/profiles/*.yaml | wc -l)
 check "every shipped profile ($n) was labelled" [ "$(ls "$T"/*.labels | wc -l)" -eq "$n" ]
 
 # ---- MIG strategies over declared layouts (H100 80GB)
-/usr/bin/python3 - "$S/etc/profiles/h100.yaml" "$T" <<'PYEOF'
-import sys, yaml
-p = yaml.safe_load(open(sys.argv[1]))
-for d in p["devices"]:
-    d["mig"] = {"mig-enabled": True, "mig-devices": {"1g.10gb": 7}}
-yaml.safe_dump(p, open(sys.argv[2] + "/single.yaml", "w"))
-p = yaml.safe_load(open(sys.argv[1]))
-p["devices"][0]["mig"] = {"mig-enabled": True, "mig-devices": {"1g.10gb": 3, "2g.20gb": 2}}
-p["devices"][1]["mig"] = {"mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
-yaml.safe_dump(p, open(sys.argv[2] + "/mixed.yaml", "w"))
-PYEOF
+nv_mig_layouts "$S/etc/profiles/h100.yaml" "$T" 1g.10gb 2g.20gb 3g.40gb
 # MIG profile facts of a real H100 80GB (nvidia-smi mig -lgip): memory
 # MiB, SMs, slices, copy/decoder/encoder/JPEG/OFA engines.
 P=NVIDIA-H100-80GB-HBM3
