@@ -12,6 +12,8 @@ Test(compile, gpu_sriov_accepted)
 	cr_assert_eq(compile_str("p.yaml", SRIOV("    total_vfs: 32\n    vf_offset: 4\n"
 						  "    vf_stride: 1\n    vf_device_id: 0x26b9\n"),
 				 NULL), 0, "%s", err);
+	state_free(&st);	/* a second compile wants a fresh state */
+	state_init(&st);
 	cr_assert_eq(compile_str("p.yaml", SRIOV("    total_vfs: 20\n"), NULL), 0, "%s", err);
 }
 
