@@ -16,7 +16,7 @@ tree_snapshot "$ROOT" > "$T/before"
 run_once() { # run_once LABEL: start, check our labels, stop with teardown
 	start_supervisor --simulators pcibus
 	wait_for 30 is_code /readyz 200 || die "$1: not ready: $(cat "$T/body")"
-	check "$1: the labels are Mokka's while it runs" grep -q '^mokka.gpu.count=8$' "$F"
+	check "$1: the labels are Mokka's while it runs" wait_for 10 grep -q '^mokka.gpu.count=8$' "$F"
 	check "$1: the foreign file is kept aside" \
 		cmp -s "$ROOT$R/state/pcibus.nfd-foreign" "$T/foreign"
 }

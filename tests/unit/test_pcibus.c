@@ -589,7 +589,9 @@ Test(pcibus, too_many_hcas_is_a_compile_error)
 	      "device_defaults:\n  name: \"NVIDIA H100 80GB HBM3\"\ndevices:\n", f);
 	for (int i = 0; i < STATE_MAX_DEVICES; i++)
 		fprintf(f, "  - index: %d\n    pci:\n      bus_id: \"0000:%02x:00.0\"\n", i, 2 * i + 1);
-	fputs("infiniband:\n  enabled: true\n  hcas_per_gpu: 4\n", f);
+	/* 64 GPU buses + 200 HCAs, a bus each (a count that is not a whole
+	 * number per GPU gets no multi-port adapters) > 255 buses. */
+	fputs("infiniband:\n  enabled: true\n  hca_count: 200\n", f);
 	fclose(f);
 	state_init(s);
 	cr_expect_eq(compile_profile("many.yaml", yaml, len, NULL, NULL, 0, NULL, s, err,

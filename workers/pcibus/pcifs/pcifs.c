@@ -517,8 +517,18 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	struct fuse *f;
 	bool mounted = false;
+	sigset_t stop, old;
 	int r, r2;
 
+	/* A stop that comes while we mount (the supervisor's teardown right
+	 * after the first pass) would kill us with the mount in place, and
+	 * Discard would find its mount point busy: it waits until the
+	 * handlers that unmount are in place. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, &old);
 	log_setup("mokka-pcifs", LOG_LVL_INFO, LOG_FMT_TEXT);
 	if ((r = parse_args(argc, argv)) >= 0)
 		return r;
@@ -553,6 +563,7 @@ int main(int argc, char **argv)
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
 	signal(SIGHUP, on_hup);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	log_info("serving %d PCI functions at %s (IOMMU %s)", model.nfns, mount_dir,
 		 model.iommu ? "on" : "off");
 	r = fuse_loop_mt(f, 0);
