@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "workers/pcibus/config_space.h"
+#include "workers/pcibus/config_le.h"
 
 /* Standard header registers. */
 #define REG_VENDOR		0x00
@@ -79,18 +80,6 @@ static void put8(uint8_t *cs, unsigned off, uint8_t v)
 	cs[off] = v;
 }
 
-static void put16(uint8_t *cs, unsigned off, uint16_t v)
-{
-	cs[off] = (uint8_t)v;
-	cs[off + 1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *cs, unsigned off, uint32_t v)
-{
-	put16(cs, off, (uint16_t)v);
-	put16(cs, off + 2, (uint16_t)(v >> 16));
-}
-
 /* Link Capabilities 2 "Supported Link Speeds Vector": bit g for gen g. */
 static uint32_t speed_vector(int gen)
 {
@@ -99,87 +88,87 @@ static uint32_t speed_vector(int gen)
 
 static void cap_pm_endpoint(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + 2, 0x0003);		/* PM spec version 1.2 */
-	put16(cs, off + 4, 0x0008);		/* D0, No_Soft_Reset */
+	cfg_put16(cs, off + 2, 0x0003);		/* PM spec version 1.2 */
+	cfg_put16(cs, off + 4, 0x0008);		/* D0, No_Soft_Reset */
 }
 
 static void cap_pm_port(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + 2, 0xc803);		/* v1.2, PME from D0, D3hot, D3cold */
-	put16(cs, off + 4, 0x0008);
+	cfg_put16(cs, off + 2, 0xc803);		/* v1.2, PME from D0, D3hot, D3cold */
+	cfg_put16(cs, off + 4, 0x0008);
 }
 
 /* The GPU's MSI is present but unused: the driver runs MSI-X. */
 static void cap_msi_endpoint(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + 2, 0x0088);		/* 64-bit, 16 vectors capable */
+	cfg_put16(cs, off + 2, 0x0088);		/* 64-bit, 16 vectors capable */
 }
 
 /* pcieport runs its port services on one MSI vector. */
 static void cap_msi_port(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + 2, 0x0081);		/* 64-bit, 1 vector, enabled */
-	put32(cs, off + 4, 0xfee00000);		/* x86 local APIC window */
-	put16(cs, off + 12, 0x0021);
+	cfg_put16(cs, off + 2, 0x0081);		/* 64-bit, 1 vector, enabled */
+	cfg_put32(cs, off + 4, 0xfee00000);		/* x86 local APIC window */
+	cfg_put16(cs, off + 12, 0x0021);
 }
 
 static void cap_msix(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + 2, 0x8000 | (6 - 1));	/* enabled, 6 vectors */
-	put32(cs, off + 4, 0x00b90000);		/* table in BAR0 */
-	put32(cs, off + 8, 0x00ba0000);		/* PBA in BAR0 */
+	cfg_put16(cs, off + 2, 0x8000 | (6 - 1));	/* enabled, 6 vectors */
+	cfg_put32(cs, off + 4, 0x00b90000);		/* table in BAR0 */
+	cfg_put32(cs, off + 8, 0x00ba0000);		/* PBA in BAR0 */
 }
 
 static void cap_ssvid(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + 4, p->subsys_vendor);
-	put16(cs, off + 6, p->subsys_device);
+	cfg_put16(cs, off + 4, p->subsys_vendor);
+	cfg_put16(cs, off + 6, p->subsys_device);
 }
 
 /* Registers the endpoint and the root port share: link and device 2. */
 static void exp_link(uint8_t *cs, unsigned off, const struct config_space_params *p,
 		     uint32_t lnkcap_extra, uint16_t lnksta_extra)
 {
-	put32(cs, off + EXP_LNKCAP, (uint32_t)p->max_gen | (uint32_t)p->max_width << 4 |
+	cfg_put32(cs, off + EXP_LNKCAP, (uint32_t)p->max_gen | (uint32_t)p->max_width << 4 |
 	      1u << 22 /* ASPM optionality compliance */ |
 	      (uint32_t)p->port_number << 24 | lnkcap_extra);
-	put16(cs, off + EXP_LNKCTL, 0x0040);	/* common clock */
-	put16(cs, off + EXP_LNKSTA, (uint16_t)(p->cur_gen | p->cur_width << 4 |
+	cfg_put16(cs, off + EXP_LNKCTL, 0x0040);	/* common clock */
+	cfg_put16(cs, off + EXP_LNKSTA, (uint16_t)(p->cur_gen | p->cur_width << 4 |
 	      1u << 12 /* slot clock */ | lnksta_extra));
-	put32(cs, off + EXP_DEVCAP2, 0x0000081f);	/* completion timeouts, LTR */
-	put32(cs, off + EXP_LNKCAP2, speed_vector(p->max_gen));
-	put16(cs, off + EXP_LNKCTL2, (uint16_t)p->max_gen);	/* target speed */
+	cfg_put32(cs, off + EXP_DEVCAP2, 0x0000081f);	/* completion timeouts, LTR */
+	cfg_put32(cs, off + EXP_LNKCAP2, speed_vector(p->max_gen));
+	cfg_put16(cs, off + EXP_LNKCTL2, (uint16_t)p->max_gen);	/* target speed */
 	/* Gen3+ links equalize on the way up. */
-	put16(cs, off + EXP_LNKSTA2, p->cur_gen >= 3 ? 0x001e : 0);
+	cfg_put16(cs, off + EXP_LNKSTA2, p->cur_gen >= 3 ? 0x001e : 0);
 }
 
 static void cap_express_endpoint(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + EXP_FLAGS, 0x0002 | EXP_TYPE_ENDPOINT << 4);
+	cfg_put16(cs, off + EXP_FLAGS, 0x0002 | EXP_TYPE_ENDPOINT << 4);
 	/* MaxPayload 256, ExtTag, L0s unlimited, L1 <64us, RBE, FLR */
-	put32(cs, off + EXP_DEVCAP, 0x10008de1);
+	cfg_put32(cs, off + EXP_DEVCAP, 0x10008de1);
 	/* RlxdOrd, MaxPayload 256, ExtTag, NoSnoop, MaxReadReq 512 */
-	put16(cs, off + EXP_DEVCTL, 0x2930);
+	cfg_put16(cs, off + EXP_DEVCTL, 0x2930);
 	exp_link(cs, off, p, 0, 0);
 }
 
 static void cap_express_port(uint8_t *cs, unsigned off, const struct config_space_params *p)
 {
-	put16(cs, off + EXP_FLAGS, 0x0002 | EXP_TYPE_ROOT_PORT << 4 | 0x0100 /* slot */);
-	put32(cs, off + EXP_DEVCAP, 0x00008022);	/* MaxPayload 512, ExtTag, RBE */
-	put16(cs, off + EXP_DEVCTL, 0x0020);		/* MaxPayload 256 */
+	cfg_put16(cs, off + EXP_FLAGS, 0x0002 | EXP_TYPE_ROOT_PORT << 4 | 0x0100 /* slot */);
+	cfg_put32(cs, off + EXP_DEVCAP, 0x00008022);	/* MaxPayload 512, ExtTag, RBE */
+	cfg_put16(cs, off + EXP_DEVCTL, 0x0020);		/* MaxPayload 256 */
 	/* Data-link-layer active reporting and bandwidth notification are
 	 * what a downstream port advertises; DLActive shows the GPU is up. */
 	exp_link(cs, off, p, 1u << 20 | 1u << 21, 1u << 13);
-	put32(cs, off + EXP_SLTCAP, (uint32_t)p->port_number << 19);
-	put16(cs, off + EXP_SLTSTA, 0x0040);		/* presence detected */
+	cfg_put32(cs, off + EXP_SLTCAP, (uint32_t)p->port_number << 19);
+	cfg_put16(cs, off + EXP_SLTSTA, 0x0040);		/* presence detected */
 }
 
 static void ext_aer(uint8_t *cs, unsigned off)
 {
-	put32(cs, off, EXT_CAP_ID_AER | 2u << 16 | 0u << 20);	/* v2, last */
-	put32(cs, off + AER_UNCOR_SEVER, 0x00462030);	/* spec defaults */
-	put32(cs, off + AER_COR_MASK, 0x00002000);	/* advisory non-fatal */
+	cfg_put32(cs, off, EXT_CAP_ID_AER | 2u << 16 | 0u << 20);	/* v2, last */
+	cfg_put32(cs, off + AER_UNCOR_SEVER, 0x00462030);	/* spec defaults */
+	cfg_put32(cs, off + AER_COR_MASK, 0x00002000);	/* advisory non-fatal */
 }
 
 struct cap_slot {
@@ -251,9 +240,9 @@ static int put_bars(uint8_t *cs, const struct config_space_bar *bars)
 		    (!b->mem64 && b->addr + b->size > FOUR_GIB))
 			return -EINVAL;
 		low = (uint32_t)b->addr | (b->mem64 ? 0x4u : 0) | (b->prefetch ? 0x8u : 0);
-		put32(cs, REG_BAR0 + 4 * i, low);
+		cfg_put32(cs, REG_BAR0 + 4 * i, low);
 		if (b->mem64)
-			put32(cs, REG_BAR0 + 4 * ++i, (uint32_t)(b->addr >> 32));
+			cfg_put32(cs, REG_BAR0 + 4 * ++i, (uint32_t)(b->addr >> 32));
 	}
 	return 0;
 }
@@ -274,23 +263,23 @@ static int put_windows(uint8_t *cs, const struct config_space_params *p)
 	put8(cs, REG_IO_BASE, 0xf0);
 	put8(cs, REG_IO_LIMIT, 0x00);
 	if (m->size) {
-		put16(cs, REG_MEM_BASE, (uint16_t)((m->base >> 16) & 0xfff0));
-		put16(cs, REG_MEM_LIMIT, (uint16_t)(((m->base + m->size - 1) >> 16) & 0xfff0));
+		cfg_put16(cs, REG_MEM_BASE, (uint16_t)((m->base >> 16) & 0xfff0));
+		cfg_put16(cs, REG_MEM_LIMIT, (uint16_t)(((m->base + m->size - 1) >> 16) & 0xfff0));
 	} else {
-		put16(cs, REG_MEM_BASE, 0xfff0);
-		put16(cs, REG_MEM_LIMIT, 0x0000);
+		cfg_put16(cs, REG_MEM_BASE, 0xfff0);
+		cfg_put16(cs, REG_MEM_LIMIT, 0x0000);
 	}
 	/* Low nibble 1: the prefetchable window decodes 64-bit addresses. */
 	if (pf->size) {
 		uint64_t last = pf->base + pf->size - 1;
 
-		put16(cs, REG_PREF_BASE, (uint16_t)(((pf->base >> 16) & 0xfff0) | 1));
-		put16(cs, REG_PREF_LIMIT, (uint16_t)(((last >> 16) & 0xfff0) | 1));
-		put32(cs, REG_PREF_BASE_UPPER, (uint32_t)(pf->base >> 32));
-		put32(cs, REG_PREF_LIMIT_UPPER, (uint32_t)(last >> 32));
+		cfg_put16(cs, REG_PREF_BASE, (uint16_t)(((pf->base >> 16) & 0xfff0) | 1));
+		cfg_put16(cs, REG_PREF_LIMIT, (uint16_t)(((last >> 16) & 0xfff0) | 1));
+		cfg_put32(cs, REG_PREF_BASE_UPPER, (uint32_t)(pf->base >> 32));
+		cfg_put32(cs, REG_PREF_LIMIT_UPPER, (uint32_t)(last >> 32));
 	} else {
-		put16(cs, REG_PREF_BASE, 0xfff1);
-		put16(cs, REG_PREF_LIMIT, 0x0001);
+		cfg_put16(cs, REG_PREF_BASE, 0xfff1);
+		cfg_put16(cs, REG_PREF_LIMIT, 0x0001);
 	}
 	return 0;
 }
@@ -308,11 +297,11 @@ int config_space_build(uint8_t out[CONFIG_SPACE_SIZE], const struct config_space
 		     p->subordinate_bus < p->secondary_bus))
 		return -EINVAL;
 	memset(out, 0, CONFIG_SPACE_SIZE);
-	put16(out, REG_VENDOR, p->vendor);
-	put16(out, REG_DEVICE, p->device);
-	put16(out, REG_COMMAND, CMD_MEMORY | CMD_MASTER | CMD_INTX_DISABLE |
+	cfg_put16(out, REG_VENDOR, p->vendor);
+	cfg_put16(out, REG_DEVICE, p->device);
+	cfg_put16(out, REG_COMMAND, CMD_MEMORY | CMD_MASTER | CMD_INTX_DISABLE |
 	      (port ? CMD_SERR : 0));
-	put16(out, REG_STATUS, STATUS_CAP_LIST);
+	cfg_put16(out, REG_STATUS, STATUS_CAP_LIST);
 	put8(out, REG_REVISION, p->revision);
 	put8(out, REG_CLASS, (uint8_t)p->class_code);
 	put8(out, REG_CLASS + 1, (uint8_t)(p->class_code >> 8));
@@ -324,13 +313,13 @@ int config_space_build(uint8_t out[CONFIG_SPACE_SIZE], const struct config_space
 		put8(out, REG_PRIMARY_BUS, p->primary_bus);
 		put8(out, REG_SECONDARY_BUS, p->secondary_bus);
 		put8(out, REG_SUBORDINATE_BUS, p->subordinate_bus);
-		put16(out, REG_BRIDGE_CONTROL, 0x0002);	/* SERR# forwarding */
+		cfg_put16(out, REG_BRIDGE_CONTROL, 0x0002);	/* SERR# forwarding */
 		if ((r = put_windows(out, p)) < 0)
 			return r;
 		put_caps(out, root_port_caps, p);
 	} else {
-		put16(out, REG_SUBSYS_VENDOR, p->subsys_vendor);
-		put16(out, REG_SUBSYS_DEVICE, p->subsys_device);
+		cfg_put16(out, REG_SUBSYS_VENDOR, p->subsys_vendor);
+		cfg_put16(out, REG_SUBSYS_DEVICE, p->subsys_device);
 		if ((r = put_bars(out, p->bars)) < 0)
 			return r;
 		put_caps(out, endpoint_caps, p);

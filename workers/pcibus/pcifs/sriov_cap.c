@@ -5,6 +5,7 @@
  * extended capability chain at the first free 64-byte slot. */
 #include <string.h>
 
+#include "workers/pcibus/config_le.h"
 #include "workers/pcibus/pcifs/view.h"
 
 #define EXT_START 0x100
@@ -14,24 +15,6 @@
 #define SRIOV_CTRL_MSE 0x0008	/* VF Memory Space Enable */
 #define SRIOV_CTRL_ARI 0x0010	/* ARI Capable Hierarchy */
 #define SRIOV_PAGE_SIZES 0x553	/* 4K..., as GPUs and ConnectX report */
-
-static void put16(uint8_t *p, unsigned off, uint16_t v)
-{
-	p[off] = (uint8_t)v;
-	p[off + 1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, unsigned off, uint32_t v)
-{
-	put16(p, off, (uint16_t)v);
-	put16(p, off + 2, (uint16_t)(v >> 16));
-}
-
-static uint32_t get32(const uint8_t *p, unsigned off)
-{
-	return (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
-	       (uint32_t)p[off + 3] << 24;
-}
 
 static bool zero(const uint8_t *p, unsigned off, unsigned n)
 {
@@ -50,7 +33,7 @@ int pcifs_sriov_cap(uint8_t *cs, size_t len, const struct pcifs_model *m, const 
 	if (len < 4096 || pf->totalvfs <= 0)
 		return -1;
 	/* The chain's last entry (bounded: a broken chain is left alone). */
-	while ((h = get32(cs, last)) >> 20 && hops++ < 64) {
+	while ((h = cfg_get32(cs, last)) >> 20 && hops++ < 64) {
 		if ((h & 0xffff) == SRIOV_ID)
 			return 0;	/* already there */
 		last = h >> 20;
@@ -67,20 +50,20 @@ int pcifs_sriov_cap(uint8_t *cs, size_t len, const struct pcifs_model *m, const 
 			at = zero(cs, off, SRIOV_LEN) ? off : 0;
 		if (!at)
 			return -1;
-		put32(cs, last, (h & 0xfffff) | at << 20);
+		cfg_put32(cs, last, (h & 0xfffff) | at << 20);
 	}
-	put32(cs, at, SRIOV_ID | 1u << 16);	/* v1, last */
-	put32(cs, at + 0x04, 0);		/* no VF Migration */
-	put16(cs, at + 0x08, (uint16_t)(SRIOV_CTRL_ARI |
+	cfg_put32(cs, at, SRIOV_ID | 1u << 16);	/* v1, last */
+	cfg_put32(cs, at + 0x04, 0);		/* no VF Migration */
+	cfg_put16(cs, at + 0x08, (uint16_t)(SRIOV_CTRL_ARI |
 			     (pf->numvfs ? SRIOV_CTRL_VFE | SRIOV_CTRL_MSE : 0)));
-	put16(cs, at + 0x0a, 0);
-	put16(cs, at + 0x0c, (uint16_t)pf->totalvfs);	/* InitialVFs */
-	put16(cs, at + 0x0e, (uint16_t)pf->totalvfs);
-	put16(cs, at + 0x10, (uint16_t)pf->numvfs);
-	put16(cs, at + 0x14, (uint16_t)pf->vf_offset);
-	put16(cs, at + 0x16, (uint16_t)pf->vf_stride);
-	put16(cs, at + 0x1a, m->fns[pf->vf0].device);
-	put32(cs, at + 0x1c, SRIOV_PAGE_SIZES);
-	put32(cs, at + 0x20, 1);			/* System Page Size: 4K */
+	cfg_put16(cs, at + 0x0a, 0);
+	cfg_put16(cs, at + 0x0c, (uint16_t)pf->totalvfs);	/* InitialVFs */
+	cfg_put16(cs, at + 0x0e, (uint16_t)pf->totalvfs);
+	cfg_put16(cs, at + 0x10, (uint16_t)pf->numvfs);
+	cfg_put16(cs, at + 0x14, (uint16_t)pf->vf_offset);
+	cfg_put16(cs, at + 0x16, (uint16_t)pf->vf_stride);
+	cfg_put16(cs, at + 0x1a, m->fns[pf->vf0].device);
+	cfg_put32(cs, at + 0x1c, SRIOV_PAGE_SIZES);
+	cfg_put32(cs, at + 0x20, 1);			/* System Page Size: 4K */
 	return 0;
 }
