@@ -32,8 +32,12 @@ for k in 1 2 3 4 5; do
 		sed 's/^/# healthz: /' "$T/body"
 	fi
 done
-# Everything read at once, inside the throttled wait (about 3 s).
-wait_for 3 is_code /healthz 503
+# Everything read at once, inside the throttled wait (about 3 s): from
+# its first throttled answer (the crash may still be on its way to the
+# supervisor, or, slow under a sanitizer, the throttled restart already
+# starting, when the loop above ends).
+throttled_now() { is_code /healthz 503 && grep -q '^nvlink: restarting after 5 crashes' "$T/body"; }
+wait_for 5 throttled_now
 cp "$T/body" "$T/healthz"
 code=$(http /readyz); cp "$T/body" "$T/readyz"
 curl -s --max-time 2 "http://127.0.0.1:$PORT/metrics" | grep 'simulator="nvlink"' > "$T/metrics"
