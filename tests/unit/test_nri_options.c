@@ -21,17 +21,27 @@
 
 static struct options o;
 
-static int sup(const char *first, ...)
+/* argv = prog, then the NULL-terminated arguments (at most 30); argc. */
+static int vargv(char *argv[32], const char *prog, const char *first, va_list ap)
 {
-	char *argv[32] = { "mokka-supervisor" };
 	int argc = 1;
-	va_list ap;
 
-	va_start(ap, first);
+	argv[0] = (char *)prog;
 	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
 		argv[argc++] = (char *)a;
-	va_end(ap);
 	argv[argc] = NULL;
+	return argc;
+}
+
+static int sup(const char *first, ...)
+{
+	char *argv[32];
+	va_list ap;
+	int argc;
+
+	va_start(ap, first);
+	argc = vargv(argv, "mokka-supervisor", first, ap);
+	va_end(ap);
 	return options_parse(argc, argv, &o);
 }
 
@@ -108,15 +118,13 @@ static char err[512];
 
 static int nri(const char *first, ...)
 {
-	char *argv[32] = { "mokka-nri" };
-	int argc = 1;
+	char *argv[32];
 	va_list ap;
+	int argc;
 
 	va_start(ap, first);
-	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-		argv[argc++] = (char *)a;
+	argc = vargv(argv, "mokka-nri", first, ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	return nri_parse_opts(argc, argv, &n, err, sizeof(err));
 }
 
