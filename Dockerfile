@@ -74,8 +74,8 @@ RUN set -eu; mkdir -p /toolkit; [ -n "$NVIDIA_CTK_VERSION" ] || exit 0; \
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive
 # Runtime libraries, the rdma-core tools the ib simulator works with,
-# patchelf (gpudriver sets nvidia-smi's run path) and fuse3 (mokka-pcifs;
-# fusermount3 does its auto_unmount).  contrib and non-free:
+# patchelf (gpudriver sets nvidia-smi's run path) and fuse3 (libfuse3 for
+# mokka-pcifs, which mounts by descriptor itself).  contrib and non-free:
 # nvidia-smi lives in non-free; both apt source formats occur, deb822 (the
 # slim image) and sources.list (debootstrap).  NVIDIA's real nvidia-smi is
 # unpacked rather than installed: the package would pull in the real

@@ -4,7 +4,7 @@
 # namespace with the node at the real paths; no LD_PRELOAD).
 [ "$(id -u)" = 0 ] || { note "needs root (mounts, device nodes)"; exit 77; }
 [ -e /dev/fuse ] || { echo "FAIL: /dev/fuse missing"; exit 1; }
-for t in lspci driverctl busybox fusermount3 python3; do
+for t in lspci driverctl busybox python3; do
 	command -v "$t" >/dev/null || { echo "FAIL: $t missing (scripts/install-deps.sh)"; exit 1; }
 done
 NODE=$ROOT$R

@@ -418,24 +418,24 @@ static int parse_args(int argc, char **argv)
 	return -1;
 }
 
-/* The mount point, made (its leaf) and checked beneath the host root: a
+/* The mount point, made (its leaf) and opened beneath the host root: a
  * link planted at it or above it is refused and named, nothing mounted.
- * fuse_mount takes a path, not an fd: with auto_unmount (the helper that
- * unmounts after a SIGKILL) libfuse hands it to fusermount3, which
- * resolves it to a string and lstat()s it, so a /proc/self/fd path cannot
- * be used.  The window between this check and fusermount3's lookup is
- * checked by mounted_beneath() after the mount.  --mount's path (the
- * operator's) is used as given.  0, or -1 logged. */
+ * The mount goes onto this descriptor (mount.c), so nothing can redirect
+ * it after the check.  --mount's path (the operator's) is used as given.
+ * An O_PATH fd, or -1 logged. */
 static int mount_point(void)
 {
 	char why[PATH_MAX + 256];
 	int r, fd;
 
 	if (!mount_rel[0]) {
-		if (mkdir(mount_dir, 0755) == 0 || errno == EEXIST)
-			return 0;
-		log_error("%s: mkdir: %s", mount_dir, strerror(errno));
-		return -1;
+		if (mkdir(mount_dir, 0755) < 0 && errno != EEXIST) {
+			log_error("%s: mkdir: %s", mount_dir, strerror(errno));
+			return -1;
+		}
+		if ((fd = open(mount_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			log_error("%s: %s", mount_dir, strerror(errno));
+		return fd;
 	}
 	r = beneath_mkdir(rootfd, mount_rel, 0755);
 	fd = r == 0 || r == -EEXIST ? beneath_open(rootfd, mount_rel, O_PATH | O_DIRECTORY, 0) : r;
@@ -444,43 +444,7 @@ static int mount_point(void)
 		log_error("%s: mount point refused: %s (nothing mounted)", mount_dir, why);
 		return -1;
 	}
-	close(fd);
-	return 0;
-}
-
-/* After the mount: the newest pcifs mount in mountinfo sits at the mount
- * point as reached beneath the root (the root's real path + mount_rel);
- * elsewhere means a link was swapped in between mount_point()'s check and
- * fusermount3's lookup, and the caller unmounts at once (the residual
- * window: until then our read-only-to-others view was visible at the
- * link's target; nothing is written there).  mountinfo, not a stat of
- * the mount point: that would wait on our own FUSE loop, not yet running. */
-static int mounted_beneath(void)
-{
-	char line[8192], mnt[4096], want[PATH_MAX * 2], real[PATH_MAX], last[4096] = "";
-	FILE *f;
-
-	if (!mount_rel[0])
-		return 0;
-	if (!realpath(host_root[0] ? host_root : "/", real))
-		return -1;
-	snprintf(want, sizeof(want), "%s%s", strcmp(real, "/") ? real : "", mount_rel);
-	if (!(f = fopen("/proc/self/mountinfo", "re")))
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		const char *sep = strstr(line, " - ");
-
-		if (sep && !strncmp(sep + 3, "fuse.pcifs ", 11) &&
-		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1)
-			snprintf(last, sizeof(last), "%s", mnt);
-	}
-	fclose(f);
-	pcifs_mountinfo_unescape(last);
-	if (!strcmp(last, want))
-		return 0;
-	log_error("%s: mounted at %s instead: a link was planted at %s or above it while "
-		  "mounting (unmounted)", mount_dir, last[0] ? last : "?", mount_dir);
-	return -1;
+	return fd;
 }
 
 /* unlink of the binding file through its directory's fd: a link there
@@ -511,12 +475,40 @@ static void read_cmdline(void)
 		fclose(f);
 }
 
+/* Mounts on the checked mount point by descriptor and hands the FUSE fd
+ * to libfuse as /dev/fd/N (libfuse then mounts nothing itself).  0, or
+ * -1 logged with nothing left mounted. */
+static int mount_view(struct fuse *f, struct pcifs_mount *m)
+{
+	char why[256], dev[32];
+	int mp = mount_point(), r;
+
+	if (mp < 0)
+		return -1;
+	r = pcifs_mount_at(mp, m, why, sizeof(why));
+	close(mp);
+	if (r < 0) {
+		log_error("%s: cannot mount: %s", mount_dir, why);
+		return -1;
+	}
+	snprintf(dev, sizeof(dev), "/dev/fd/%d", m->fuse_fd);
+	if ((r = pcifs_mount_watch(m)) < 0)
+		log_error("%s: unmount watcher: %s", mount_dir, strerror(-r));
+	else if (fuse_mount(f, dev) < 0)
+		log_error("%s: libfuse refused the mounted fd %s", mount_dir, dev);
+	else
+		return 0;
+	close(m->fuse_fd);
+	pcifs_mount_release(m);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	char *fargv[] = { argv[0], "-o", "allow_other,auto_unmount,fsname=mokka-pcifs,subtype=pcifs", NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-	struct fuse *f;
-	bool mounted = false;
+	char *fargv[] = { argv[0], NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(1, fargv);
+	struct pcifs_mount mnt = { -1, -1, -1, -1 };
+	struct fuse *f = NULL;
 	sigset_t stop, old;
 	int r, r2;
 
@@ -533,7 +525,7 @@ int main(int argc, char **argv)
 	if ((r = parse_args(argc, argv)) >= 0)
 		return r;
 	/* The supervisor's SIGKILL on its death would leave the mount; a
-	 * SIGTERM unmounts (auto_unmount's helper covers a SIGKILL anyway). */
+	 * SIGTERM unmounts (the watcher covers a SIGKILL anyway). */
 	if (getppid() != 1)
 		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	if ((rootfd = beneath_root(host_root)) < 0) {
@@ -546,16 +538,10 @@ int main(int argc, char **argv)
 	model.busy = busy;
 	persist();
 	pcifs_stale_unmount(mount_dir);
-	if (mount_point() < 0)
-		return 1;
-	if (!(f = fuse_new(&args, &ops, sizeof(ops), NULL)) || fuse_mount(f, mount_dir) < 0)
-		log_error("%s: cannot mount (needs /dev/fuse and CAP_SYS_ADMIN)", mount_dir);
-	else if (mounted_beneath() == 0)
-		mounted = true;
-	else
-		fuse_unmount(f);
-	if (!mounted) {
-		if (f)
+	if (!(f = fuse_new(&args, &ops, sizeof(ops), NULL)) || mount_view(f, &mnt) < 0) {
+		if (!f)
+			log_error("%s: fuse_new failed", mount_dir);
+		else
 			fuse_destroy(f);
 		fuse_opt_free_args(&args);
 		pcifs_model_free(&model);
@@ -568,6 +554,8 @@ int main(int argc, char **argv)
 		 model.iommu ? "on" : "off");
 	r = fuse_loop_mt(f, 0);
 	fuse_remove_signal_handlers(fuse_get_session(f));
+	if ((r2 = pcifs_mount_release(&mnt)) < 0)
+		log_warn("%s: unmount: %s", mount_dir, strerror(-r2));
 	fuse_unmount(f);
 	fuse_destroy(f);
 	fuse_opt_free_args(&args);

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "workers/pcibus/pcifs/model.h"
 #include "workers/pcibus/pcifs/view.h"
@@ -56,5 +57,20 @@ int pcifs_sync_wait(const char *host, const struct pcifs_sync *s, int timeout_ms
 void pcifs_mountinfo_unescape(char *s);
 /* Detach whatever is mounted at dir (a killed instance's mount). */
 int pcifs_stale_unmount(const char *dir);
+
+/* The mount by descriptor (mount.c): fuse_fd goes to libfuse as
+ * "/dev/fd/N" (and is closed by it); root_fd is the mount's root; the
+ * watcher detaches the mount when the daemon dies. */
+struct pcifs_mount {
+	int fuse_fd, root_fd, watch_fd;
+	pid_t watcher;
+};
+/* Mounts a FUSE connection on the directory dirfd (O_PATH) is: 0, or
+ * -errno with why filled. */
+int pcifs_mount_at(int dirfd, struct pcifs_mount *m, char *why, size_t whylen);
+/* Forks the watcher (before any thread starts): 0 or -errno. */
+int pcifs_mount_watch(struct pcifs_mount *m);
+/* Detaches the mount and ends the watcher: 0 or -errno of the detach. */
+int pcifs_mount_release(struct pcifs_mount *m);
 
 #endif
