@@ -36,16 +36,35 @@ static int doc_name(const char *uuid, char *out, size_t size)
 	return 0;
 }
 
+/* .lock and .seq: never through a link (a .seq planted as a link would
+ * have us grow and count in someone else's file), only a regular file
+ * (a FIFO would block a reader).  A reader without write access opens
+ * them read-only.  An fd, or -errno. */
+static int open_own(struct ds_store *st, const char *name, bool create)
+{
+	int fl = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, fd;
+	struct stat sb;
+
+	fd = openat(st->dirfd, name, fl | O_RDWR | (create ? O_CREAT : 0), 0644);
+	if (fd < 0 && errno == EACCES)
+		fd = openat(st->dirfd, name, fl | O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 static int map_seq(struct ds_store *st, bool create)
 {
-	int fd = openat(st->dirfd, ".seq", O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+	int fd = open_own(st, ".seq", create);
 	struct stat sb;
 	void *p;
 
-	if (fd < 0 && errno == EACCES)	/* a reader without write access */
-		fd = openat(st->dirfd, ".seq", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &sb) < 0 || (sb.st_size < 8 && ftruncate(fd, 8) < 0)) {
 		int e = -errno;
 
@@ -74,10 +93,8 @@ int ds_open(struct ds_store *st, const char *dir, bool create)
 	st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st->dirfd < 0)
 		return -errno;
-	st->lockfd = openat(st->dirfd, ".lock", O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-	if (st->lockfd < 0 && errno == EACCES)
-		st->lockfd = openat(st->dirfd, ".lock", O_RDONLY | O_CLOEXEC);
-	r = st->lockfd < 0 ? -errno : map_seq(st, create);
+	st->lockfd = open_own(st, ".lock", create);
+	r = st->lockfd < 0 ? st->lockfd : map_seq(st, create);
 	if (r < 0)
 		ds_close(st);
 	return r;
@@ -174,8 +191,11 @@ int ds_save(struct ds_store *st, const char *uuid, const struct ds_gpu *g)
 	}
 	if ((len = ds_encode(g, buf, sizeof(buf))) < 0)
 		return len;
+	/* A fresh inode: a name left (or planted, a hard link to another
+	 * file) is unlinked, never truncated and written through. */
 	snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
-	fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	unlinkat(st->dirfd, tmp, 0);
+	fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, buf, (size_t)len);

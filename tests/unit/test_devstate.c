@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,5 +145,48 @@ Test(devstate, concurrent_writers, .init = mkstore, .fini = rmstore)
 	cr_assert_eq(ds_open(&st, dir, false), 0);
 	cr_assert_eq(ds_load(&st, uuid, &g), 0);
 	cr_assert_eq(g.next_serial, PROCS * ROUNDS, "lost updates: %u", g.next_serial);
+	ds_close(&st);
+}
+
+/* A link planted at .seq or .lock is refused, not followed: the store
+ * would grow and count in the link's target.  A name planted at the temp
+ * document (a hard link to another file) is replaced, not written
+ * through.  The outside file keeps its bytes. */
+Test(devstate, planted_links_refused, .init = mkstore, .fini = rmstore)
+{
+	static const char *const own[] = { ".seq", ".lock" };
+	char out[128], at[128], tmp[256], buf[16] = "";
+	struct ds_store st;
+	struct ds_gpu g = sample();
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/outside", dir);
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_not_null(f = fopen(out, "w"));
+		fputs("abc", f);
+		fclose(f);
+		snprintf(at, sizeof(at), "%s/state", dir);
+		mkdir(at, 0755);
+		snprintf(at, sizeof(at), "%s/state/%s", dir, own[i]);
+		unlink(at);
+		cr_assert_eq(symlink(out, at), 0);
+		snprintf(at, sizeof(at), "%s/state", dir);
+		cr_assert_eq(ds_open(&st, at, true), -ELOOP, "%s followed", own[i]);
+		cr_assert_not_null(f = fopen(out, "r"));
+		cr_assert_eq(fread(buf, 1, sizeof(buf), f), 3, "%s: outside file changed", own[i]);
+		fclose(f);
+		snprintf(at, sizeof(at), "%s/state/%s", dir, own[i]);
+		cr_assert_eq(unlink(at), 0);
+	}
+	snprintf(at, sizeof(at), "%s/state", dir);
+	cr_assert_eq(ds_open(&st, at, true), 0);
+	snprintf(tmp, sizeof(tmp), "%s/state/.%s.state.%ld.tmp", dir, uuid, (long)getpid());
+	cr_assert_eq(link(out, tmp), 0);
+	cr_assert_eq(ds_save(&st, uuid, &g), 0);
+	cr_assert_not_null(f = fopen(out, "r"));
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(fread(buf, 1, sizeof(buf), f), 3);
+	cr_assert_str_eq(buf, "abc", "written through a planted temp name");
+	fclose(f);
 	ds_close(&st);
 }
