@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -27,6 +28,27 @@ void log_setup(const char *component, enum log_level level, enum log_format fmt)
 	log_format = fmt;
 }
 
+void log_env(enum log_level *level, enum log_format *fmt)
+{
+	const char *v;
+
+	if ((v = getenv("MOKKA_LOG_LEVEL")))
+		log_parse_level(v, level);
+	if ((v = getenv("MOKKA_LOG_FORMAT")))
+		log_parse_format(v, fmt);
+}
+
+void log_setup_env(const char *component)
+{
+	enum log_level level = LOG_LVL_INFO;
+	enum log_format fmt = LOG_FMT_TEXT;
+
+	log_env(&level, &fmt);
+	log_setup(component, level, fmt);
+}
+
+const char *log_level_name(enum log_level level) { return level_names[level]; }
+const char *log_format_name(enum log_format fmt) { return fmt == LOG_FMT_JSON ? "json" : "text"; }
 enum log_level log_get_level(void) { return log_level; }
 enum log_format log_get_format(void) { return log_format; }
 

@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int last = 0, r;
 
-	log_setup("mokka-nri", LOG_LVL_INFO, LOG_FMT_TEXT);
+	log_setup_env("mokka-nri");
 	signal(SIGPIPE, SIG_IGN);
 	/* the supervisor's Reload: everything is on the command line */
 	signal(SIGHUP, SIG_IGN);

@@ -262,6 +262,10 @@ int main(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	log_setup("mokka-supervisor", s->opt.log_level, s->opt.log_format);
+	/* The daemons inherit our environment: our log settings reach them
+	 * as they reach the workers (log_setup_env). */
+	setenv("MOKKA_LOG_LEVEL", log_level_name(s->opt.log_level), 1);
+	setenv("MOKKA_LOG_FORMAT", log_format_name(s->opt.log_format), 1);
 	s->state_fd = -1;
 	s->phase = PASS_IDLE;
 	state_init(&s->state);

@@ -237,10 +237,8 @@ static int proc_spawn(struct worker_proc *w, pid_t *pid, char *err, size_t errle
 	snprintf(path, sizeof(path), "%s/%s", s->libexecdir, w->def->binary);
 	snprintf(envroot, sizeof(envroot), "MOKKA_HOST_ROOT=%s",
 		 s->opt.host_root[0] ? s->opt.host_root : "/");
-	snprintf(envlvl, sizeof(envlvl), "MOKKA_LOG_LEVEL=%s",
-		 (const char *[]){ "error", "warn", "info", "debug" }[s->opt.log_level]);
-	snprintf(envfmt, sizeof(envfmt), "MOKKA_LOG_FORMAT=%s",
-		 s->opt.log_format == LOG_FMT_JSON ? "json" : "text");
+	snprintf(envlvl, sizeof(envlvl), "MOKKA_LOG_LEVEL=%s", log_level_name(s->opt.log_level));
+	snprintf(envfmt, sizeof(envfmt), "MOKKA_LOG_FORMAT=%s", log_format_name(s->opt.log_format));
 	/* Discard must find the manifests even before any state arrived. */
 	snprintf(envmock, sizeof(envmock), "MOKKA_MOCK_ROOT=%s", s->opt.mock_root);
 	req.ipc_fd = sv[1];

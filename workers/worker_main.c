@@ -320,10 +320,7 @@ int worker_main(int argc, char **argv, const struct simulator *sim)
 	w.sock = -1;
 	w.ctx.name = sim->name;
 	snprintf(a.comp, sizeof(a.comp), "mokka-worker-%s", sim->name);
-	if (getenv("MOKKA_LOG_LEVEL"))
-		log_parse_level(getenv("MOKKA_LOG_LEVEL"), &a.lvl);
-	if (getenv("MOKKA_LOG_FORMAT"))
-		log_parse_format(getenv("MOKKA_LOG_FORMAT"), &a.fmt);
+	log_env(&a.lvl, &a.fmt);
 	log_setup(a.comp, a.lvl, a.fmt);
 	locate_dirs(&w);
 

@@ -302,6 +302,22 @@ for p in "${PROBES[@]}"; do
 	check "probe path $p is served (HTTP $code)" [ "$code" = 200 ]
 done
 grep -q '"level"' "$T/sup.log" || fail "--log-format=json: the log is not JSON"
+# Every line, the workers' and daemons' included (they take the format
+# from MOKKA_LOG_FORMAT), is one JSON record with a level and component.
+notjson() {
+	python3 -c 'import json, sys
+bad = 0
+for line in open(sys.argv[1], errors="replace"):
+    if not line.strip():
+        continue
+    try:
+        r = json.loads(line)
+        assert isinstance(r, dict) and "level" in r and "component" in r
+    except Exception:
+        bad += 1
+        print(line.rstrip()[:200], file=sys.stderr)
+sys.exit(1 if bad else 0)' "$1"
+}
 wait_for 10 test -e "$ROOT$R/driver/usr/bin/nvidia-smi" || fail "driver tree not staged"
 if [ -n "$NRI_SOCK" ]; then
 	nri=$(pgrep -P "$SUP_PID" -f '^mokka-nri ' | head -1)
@@ -325,4 +341,6 @@ done < "$T/written"
 check "the supervisor wrote $(wc -l < "$T/written") paths, all under writable mounts" [ -s "$T/written" ]
 
 stop_and_check_teardown "$(daemon_pid)"
+check "--log-format=json: every line of the supervisor's, workers' and daemons' log is a JSON record" \
+	notjson "$T/sup.log"
 finish

@@ -1,5 +1,6 @@
 /* IPC framing: op names, ipc_decode, send/recv over a real SEQPACKET
- * socketpair (with SCM_RIGHTS), sealed memfds and the legal-op tables. */
+ * socketpair (with SCM_RIGHTS), sealed memfds and the legal-op tables; the log settings from the
+ * environment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 
+#include "ipc/log.h"
 #include "ipc/msg.h"
 #include "ipc/proto.h"
 
@@ -542,4 +544,38 @@ Test(tables, supervisor_side)
 				      "phase %d op %s", ph, ipc_op_name((enum ipc_op)op));
 	cr_assert_not(ipc_supervisor_accepts(IPC_PHASE_COUNT, IPC_OP_HELLO));
 	cr_assert_not(ipc_supervisor_accepts(IPC_PHASE_HELLO, IPC_OP_COUNT));
+}
+
+/* The supervisor's log settings reach a daemon through the environment:
+ * log_env lays MOKKA_LOG_* over the defaults, an unknown value keeps the
+ * default, and the names round-trip through the parsers. */
+Test(log, env_over_defaults)
+{
+	enum log_level lvl = LOG_LVL_INFO;
+	enum log_format fmt = LOG_FMT_TEXT;
+
+	setenv("MOKKA_LOG_LEVEL", "debug", 1);
+	setenv("MOKKA_LOG_FORMAT", "json", 1);
+	log_env(&lvl, &fmt);
+	cr_assert_eq(lvl, LOG_LVL_DEBUG);
+	cr_assert_eq(fmt, LOG_FMT_JSON);
+	setenv("MOKKA_LOG_LEVEL", "loud", 1);
+	setenv("MOKKA_LOG_FORMAT", "xml", 1);
+	log_env(&lvl, &fmt);
+	cr_assert_eq(lvl, LOG_LVL_DEBUG, "an unknown level keeps what was there");
+	cr_assert_eq(fmt, LOG_FMT_JSON);
+	for (int i = LOG_LVL_ERROR; i <= LOG_LVL_DEBUG; i++) {
+		enum log_level back;
+
+		cr_assert_eq(log_parse_level(log_level_name((enum log_level)i), &back), 0);
+		cr_assert_eq(back, (enum log_level)i);
+	}
+	for (int i = LOG_FMT_TEXT; i <= LOG_FMT_JSON; i++) {
+		enum log_format back;
+
+		cr_assert_eq(log_parse_format(log_format_name((enum log_format)i), &back), 0);
+		cr_assert_eq(back, (enum log_format)i);
+	}
+	unsetenv("MOKKA_LOG_LEVEL");
+	unsetenv("MOKKA_LOG_FORMAT");
 }

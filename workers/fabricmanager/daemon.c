@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 	int sfd, rc;
 
 	prctl(PR_SET_NAME, "nv-fabricmanager");
-	log_setup("nv-fabricmanager", LOG_LVL_INFO, LOG_FMT_TEXT);
+	log_setup_env("nv-fabricmanager");
 	if ((rc = parse_args(argc, argv, prog, &conf_path)) >= 0)
 		return rc;
 	if (read_conf(conf_path, &conf) < 0) {

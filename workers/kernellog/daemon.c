@@ -390,7 +390,7 @@ int main(int argc, char **argv)
 	int sfd;
 
 	prctl(PR_SET_NAME, "mokka-kernellog");
-	log_setup("mokka-kernellog", LOG_LVL_INFO, LOG_FMT_TEXT);
+	log_setup_env("mokka-kernellog");
 	k.kernel_log = "/dev/kmsg";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--host-root") && i + 1 < argc)

@@ -25,8 +25,9 @@ static const char usage[] =
 	"  --socket-group GROUP  group (name or number) of the socket, mode 0660 and owner\n"
 	"                      root like /dev/infiniband/umad*: only root and GROUP may\n"
 	"                      connect (default $MOCK_IB_SOCKET_GROUP, else root)\n"
-	"  --log-level LEVEL   error|warn|info|debug (default info)\n"
-	"  --log-format FMT    text|json (default text)\n"
+	"  --log-level LEVEL   error|warn|info|debug (default info,\n"
+	"                      or $MOKKA_LOG_LEVEL)\n"
+	"  --log-format FMT    text|json (default text, or $MOKKA_LOG_FORMAT)\n"
 	"  --help, --version\n"
 	"Signals: SIGHUP re-reads FILE (sessions kept, fabric rebuilt); SIGUSR1 logs the relay's\n"
 	"traffic counters; SIGTERM/SIGINT exit 0.\n";
@@ -210,6 +211,7 @@ int main(int argc, char **argv)
 
 	prctl(PR_SET_NAME, "mock-ib");
 	d.epfd = d.sig_w.fd = d.timer_w.fd = d.listen_w.fd = -1;
+	log_env(&a.lvl, &a.fmt);	/* the flags win */
 	if ((rc = parse_args(argc, argv, &d, &a)) >= 0)
 		return rc;
 	log_setup("mock-ib", a.lvl, a.fmt);

@@ -521,7 +521,7 @@ int main(int argc, char **argv)
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stop, &old);
-	log_setup("mokka-pcifs", LOG_LVL_INFO, LOG_FMT_TEXT);
+	log_setup_env("mokka-pcifs");
 	if ((r = parse_args(argc, argv)) >= 0)
 		return r;
 	/* The supervisor's SIGKILL on its death would leave the mount; a
