@@ -186,6 +186,7 @@ int ipc_encode_daemon(uint64_t gen, uint64_t seq, const struct ipc_daemon_spec *
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", d->name);
 	cJSON_AddStringToObject(o, "reload_file", d->reload_file);
+	cJSON_AddBoolToObject(o, "unchanged", d->unchanged);
 	a = cJSON_AddArrayToObject(o, "argv");
 	e = cJSON_AddArrayToObject(o, "env");
 	for (int i = 0; a && d->argv[i]; i++)
@@ -231,8 +232,8 @@ int ipc_decode_daemon(const struct ipc_msg *m, struct ipc_daemon_spec *d, char *
 		      size_t errlen)
 {
 	static const char *const keys[] = { "v", "op", "gen", "seq", "name", "reload_file",
-					    "argv", "env", NULL };
-	const cJSON *it;
+					    "unchanged", "argv", "env", NULL };
+	const cJSON *it, *u;
 	int r;
 
 	memset(d, 0, sizeof(*d));
@@ -246,6 +247,12 @@ int ipc_decode_daemon(const struct ipc_msg *m, struct ipc_daemon_spec *d, char *
 			known = strcmp(*k, it->string) == 0;
 		if (!known)
 			return bad(err, errlen, "daemon: unknown member \"%.64s\"", it->string);
+	}
+	/* Optional; a bool when present. */
+	if ((u = cJSON_GetObjectItemCaseSensitive(m->json, "unchanged"))) {
+		if (!cJSON_IsBool(u))
+			return bad(err, errlen, "daemon: \"unchanged\" must be true or false");
+		d->unchanged = cJSON_IsTrue(u);
 	}
 	if ((r = take_fixed(m->json, "name", d->name, sizeof(d->name), err, errlen)) < 0 ||
 	    (r = take_fixed(m->json, "reload_file", d->reload_file, sizeof(d->reload_file),

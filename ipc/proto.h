@@ -82,6 +82,10 @@ struct ipc_daemon_spec {
 	char *argv[IPC_DAEMON_MAX_ARGS + 1];	/* heap strings, NULL-terminated */
 	char *env[IPC_DAEMON_MAX_ENV + 1];	/* KEY=VALUE, heap, NULL-terminated */
 	char reload_file[IPC_PATH_MAX];		/* absolute; "" = none */
+	/* Reload only: the simulator's Stage rendered nothing this pass, so
+	 * the daemon has nothing new to read (no SIGHUP).  Not part of the
+	 * spec's identity (ipc_daemon_spec_equal). */
+	bool unchanged;
 };
 void ipc_daemon_spec_free(struct ipc_daemon_spec *d);
 /* Deep copy (dst is overwritten, free it first).  0 or -ENOMEM. */

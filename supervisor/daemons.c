@@ -150,7 +150,10 @@ void daemons_apply_spec(struct supervisor *s, struct worker_proc *w, bool reload
 	}
 	if (d && d->pid && !d->stopping && ipc_daemon_spec_equal(&d->spec, &w->spec)) {
 		d->wanted = true;
-		if (reload) {
+		if (reload && w->spec.unchanged)
+			log_debug("daemon %s: no reload: %s rendered nothing this pass", d->name,
+				  w->def->name);
+		else if (reload) {
 			log_info("daemon %s: reload (SIGHUP)", d->name);
 			s->status.reloads_total++;
 			daemon_signal(d, SIGHUP);

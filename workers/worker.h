@@ -39,6 +39,9 @@ struct worker {
 		bool valid;
 	} last, pending;
 	bool skipped;
+	/* The last Stage rendered nothing: a Reload in its pass would have
+	 * the daemon re-read what it already holds (kept past Publish). */
+	bool stage_skipped;
 	uint64_t state_key;	/* of the state received last */
 	uint64_t state_raw;	/* its bytes' digest */
 	bool state_key_ok;

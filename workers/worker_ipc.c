@@ -177,6 +177,9 @@ static int op_daemon(struct worker *w, const struct ipc_msg *m, struct sim_error
 		return -EINVAL;
 	}
 	r = w->sim->daemon(&w->ctx, &w->state, &d, errs);
+	/* Its files are this simulator's Stage output (reload_file among
+	 * them): a skipped Stage left them as the daemon last read them. */
+	d.unchanged = m->op == IPC_OP_RELOAD && w->stage_skipped;
 	if (r == 0 && (r = ipc_encode_daemon(m->gen, m->seq, &d, &f)) < 0)
 		sim_error(errs, "daemon", "cannot encode the daemon spec: %s", strerror(-r));
 	else if (r == 0 && push(w, 0, &f) < 0)

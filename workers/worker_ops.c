@@ -265,7 +265,7 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 		nanosleep(&ts, NULL);
 	}
 	w->staged = false;
-	w->skipped = false;
+	w->skipped = w->stage_skipped = false;
 	if (!w->sim->stage) {
 		w->staged = true;
 		return 0;
@@ -273,7 +273,7 @@ int worker_stage(struct worker *w, struct sim_errors *errs)
 	if (stage_unchanged(w)) {
 		log_debug("%s: generation %llu: inputs and published output unchanged: "
 			  "nothing to stage", w->sim->name, (unsigned long long)w->state.generation);
-		w->staged = w->skipped = true;
+		w->staged = w->skipped = w->stage_skipped = true;
 		return 0;
 	}
 	/* This pass may replace the live generation: no skip until it is

@@ -171,7 +171,18 @@ Test(proto, daemon_round_trip)
 	cr_expect_str_eq(o.argv[1], "--config");
 	cr_expect_null(o.argv[2]);
 	cr_expect_str_eq(o.env[0], "MOKKA_LOG_LEVEL=debug");
+	cr_expect_not(o.unchanged);
 	ipc_daemon_spec_free(&c);
+	ipc_daemon_spec_free(&o);
+	ipc_msg_free(&m);
+	/* "unchanged" travels, and is not part of the spec's identity */
+	d.unchanged = true;
+	cr_assert_eq(ipc_encode_daemon(3, 5, &d, &f), 0);
+	to_msg(&f, &m);
+	cr_assert_eq(ipc_decode_daemon(&m, &o, err, sizeof(err)), 0, "%s", err);
+	cr_expect(o.unchanged);
+	o.unchanged = false;
+	cr_expect(ipc_daemon_spec_equal(&d, &o));
 	ipc_daemon_spec_free(&o);
 	ipc_msg_free(&m);
 	/* an empty spec: no daemon wanted */
@@ -210,6 +221,7 @@ Test(proto, daemon_rejections)
 		{ HDR("daemon") ",\"name\":\"\",\"reload_file\":\"\",\"argv\":[\"x\"],\"env\":[]}", "no daemon wanted" },
 		{ HDR("daemon") ",\"name\":\"x\",\"argv\":[\"x\"],\"env\":[]}", "reload_file" },
 		{ HDR("daemon") ",\"name\":\"x\",\"reload_file\":\"\",\"argv\":[\"x\"],\"env\":[],\"path\":\"/x\"}", "path" },
+		{ HDR("daemon") ",\"name\":\"x\",\"reload_file\":\"\",\"unchanged\":1,\"argv\":[\"x\"],\"env\":[]}", "true or false" },
 		{ HDR("daemon") ",\"name\":\"x\",\"reload_file\":\"\",\"argv\":[\"1\",\"2\",\"3\",\"4\",\"5\","
 		  "\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"],\"env\":[]}",
 		  "more than 16" },
