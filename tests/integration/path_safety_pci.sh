@@ -6,6 +6,7 @@
 # not change.
 #   P  mokka-pcifs: the binding file R/driver/config/pci-drivers (written
 #      and removed at exit), its mount point R/run/pcifs
+#   V  mokka-pcifs's reads: a staged file linked outside is not served
 #   X  mokka-ctl exec: a source it bind-mounts (R/ib)
 #   G  the supervisor's NRI staging lock's directory /run/nvml-mock
 #   N  pcibus's teardown putting a foreign NFD features file back
@@ -78,6 +79,33 @@ pcifs "$T/p3.log" 'for i in $(seq 100); do [ -e "$2$3/run/pcifs/sys/bus/pci/devi
 check "P: without links the binding file is written" test -e "$ROOT/ok"
 check "P: and removed at exit" test ! -e "$ROOT$STATE"
 rm -f "$ROOT/ok"
+
+# ---- V: what mokka-pcifs reads and serves to every user ----
+# A link in the staged tree to a file outside the root (a ConnectX PF's
+# config, which the view rewrites with its SR-IOV capability, and
+# R/proc/bus/pci/devices) is resolved inside the root, never out of it:
+# the view must not serve the outside file's bytes.  (A leaf link the view
+# serves as a link is the reader's to follow, with the reader's rights.)
+echo "SECRET-OUTSIDE" > "$OUT/secret"
+PF=$(grep -l 0x15b3 "$ROOT$R"/sys/bus/pci/devices/*/vendor | head -1)
+DEV=$(readlink -f "$(dirname "$PF")")
+case $DEV in "$ROOT$R"/sys/devices/*) ;; *) die "no staged ConnectX PF ($PF -> $DEV)" ;; esac
+BDF=$(basename "$DEV")
+mv "$DEV/config" "$T/config.saved" && ln -s "$OUT/secret" "$DEV/config"
+mv "$ROOT$R/proc/bus/pci/devices" "$T/devices.saved" && ln -s "$OUT/secret" "$ROOT$R/proc/bus/pci/devices"
+listing > "$T/out-before"
+pcifs "$T/v.log" 'for i in $(seq 100); do [ -e "$2$3/run/pcifs/sys/bus/pci/devices" ] && break; sleep 0.1; done
+	cat "$2$3/run/pcifs/sys/bus/pci/devices/'"$BDF"'/config" > "$2/v-config" 2>&1
+	cat "$2$3/run/pcifs/proc/bus/pci/devices" > "$2/v-devices" 2>&1
+	test -e "$2$3/run/pcifs/sys/bus/pci/devices/0000:1a:00.0/vendor" && touch "$2/v-ok"'
+check "V: the view served (sanity)" test -e "$ROOT/v-ok"
+check "V: a ConnectX PF's config linked outside: the outside bytes are not served" \
+	sh -c "! grep -q SECRET-OUTSIDE '$ROOT/v-config'"
+check "V: proc/bus/pci/devices linked outside: the outside bytes are not served" \
+	sh -c "! grep -q SECRET-OUTSIDE '$ROOT/v-devices'"
+same_outside "V"
+rm -f "$DEV/config" "$ROOT$R/proc/bus/pci/devices" "$ROOT"/v-*
+mv "$T/config.saved" "$DEV/config" && mv "$T/devices.saved" "$ROOT$R/proc/bus/pci/devices"
 
 # ---- X: mokka-ctl exec's sources ----
 plant "$R/ib"

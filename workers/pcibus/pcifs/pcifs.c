@@ -143,7 +143,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 					[V_PASS] = S_IFREG, [V_CHR] = S_IFCHR };
 	struct view_node n;
 	struct stat bs;
-	int r = resolve(path, &n);
+	int r = resolve(path, &n), fd;
 
 	if (r < 0)
 		return r;
@@ -152,8 +152,11 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	st->st_nlink = n.kind == V_DIR ? 2 : 1;
 	st->st_rdev = n.rdev;
 	st->st_size = n.kind == V_LINK ? (off_t)strlen(n.path) : n.kind == V_ATTR ? 4096 : 0;
-	if (n.kind == V_PASS && stat(n.path, &bs) == 0)
-		st->st_size = bs.st_size;
+	if (n.kind == V_PASS && (fd = view_open_file(&V, n.path, O_PATH)) >= 0) {
+		if (fstat(fd, &bs) == 0)
+			st->st_size = bs.st_size;
+		close(fd);
+	}
 	return 0;
 }
 
@@ -213,8 +216,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	if (n.kind == V_PASS) {
 		if (acc != O_RDONLY)
 			return -EACCES;	/* the staged files are pcibus's */
-		if ((fd = open(n.path, O_RDONLY | O_CLOEXEC)) < 0)
-			return -errno;
+		if ((fd = view_open_file(&V, n.path, O_RDONLY)) < 0)
+			return fd;
 		fi->fh = (uint64_t)fd + 1;
 	} else if (n.kind != V_ATTR)
 		return -EACCES;
@@ -532,6 +535,9 @@ int main(int argc, char **argv)
 		log_error("%s: %s", host_root[0] ? host_root : "/", strerror(-rootfd));
 		return 1;
 	}
+	V.in_root = true;
+	V.rootfd = rootfd;
+	V.rootlen = strlen(host_root);
 	read_cmdline();
 	if ((r = pcifs_load(&model, V.sys, read_node())) < 0)
 		log_warn("%s: %s (serving what loaded)", V.sys, strerror(-r));

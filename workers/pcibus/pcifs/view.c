@@ -3,10 +3,12 @@
  * the model's; the device directories are the staged files with the
  * model's attributes laid over them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "fileio/beneath.h"
 #include "workers/pcibus/pcifs/view.h"
 #include "workers/pcibus/pcifs/view_ib.h"
 
@@ -184,6 +186,17 @@ static int resolve_module(const struct view *v, const char *p, struct view_node 
 }
 
 int view_resolve_devices(const struct view *v, const char *rel, struct view_node *n);
+
+int view_open_file(const struct view *v, const char *path, int flags)
+{
+	int fd;
+
+	if (!v->in_root)
+		return (fd = open(path, flags | O_CLOEXEC)) < 0 ? -errno : fd;
+	if (strncmp(path, v->sys, v->rootlen))	/* every path here starts with the root's */
+		return -EXDEV;
+	return beneath_open_in_root(v->rootfd, path + v->rootlen, flags | O_CLOEXEC, 0);
+}
 
 int view_resolve(const struct view *v, const char *path, struct view_node *n)
 {

@@ -40,6 +40,12 @@ struct view {
 	char ibdev[PATH_MAX];		/* ib's device nodes (<R>/ib/dev/infiniband) */
 	char cmdline[1024];		/* the host's /proc/cmdline, no newline */
 	char procpci[PATH_MAX];		/* pcibus's <host root><R>/proc/bus/pci */
+	/* Set by the daemon: the host root's fd and the length of its path
+	 * (the prefix of every path above), so what the view reads and serves
+	 * to every user comes from inside the root (view_open_file). */
+	bool in_root;
+	int rootfd;
+	size_t rootlen;
 };
 
 struct view_node {
@@ -54,6 +60,11 @@ struct view_node {
 
 /* path is relative to the mount point, no leading '/' ("" = the root). */
 int view_resolve(const struct view *v, const char *path, struct view_node *n);
+/* A staged file (a path above) opened for reading, O_CLOEXEC added: with
+ * in_root set, links on the way are resolved inside the host root, never
+ * out of it (a link planted to /etc/shadow would otherwise be served to
+ * every user).  fd or -errno. */
+int view_open_file(const struct view *v, const char *path, int flags);
 
 typedef int (*view_fill)(void *ctx, const char *name, const struct view_node *n);
 /* The entries of directory path (resolved to dir); 0 or -errno. */

@@ -322,8 +322,8 @@ static ssize_t fn_config(const struct view *v, const struct pcifs_fn *f, char *b
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s/config", v->sys, f->backing);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
+	if ((fd = view_open_file(v, path, O_RDONLY)) < 0)
+		return fd;
 	k = read(fd, buf, len);
 	close(fd);
 	if (k >= 4 && f->pf >= 0) {

@@ -6,6 +6,7 @@
  * infiniband* lists the staged devices and the VFs'. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,9 +314,13 @@ ssize_t view_ib_vf_guid(const struct view *v, const struct view_node *n, char *b
 	size_t at = 0;
 	ssize_t k;
 	FILE *fp;
+	int fd = -1;
 
-	if (f->pf < 0 || !(fp = fopen(n->path, "re")))
+	if (f->pf < 0 || (fd = view_open_file(v, n->path, O_RDONLY)) < 0 || !(fp = fdopen(fd, "r"))) {
+		if (fd >= 0)
+			close(fd);
 		return -ENOENT;
+	}
 	k = (ssize_t)fread(buf, 1, len - 1, fp);
 	fclose(fp);
 	buf[k] = '\0';

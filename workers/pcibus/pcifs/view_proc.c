@@ -7,10 +7,12 @@
  * slices of its PF's VF BAR, which the staged PF line does not carry). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "workers/pcibus/pcifs/view.h"
 
@@ -216,10 +218,15 @@ ssize_t view_proc_devices(const struct view *v, char *buf, size_t len)
 	size_t cap = 0, off = 0;
 	ssize_t k;
 	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/devices", v->procpci);
-	if (!(f = fopen(path, "re")))
-		return -errno;
+	if ((fd = view_open_file(v, path, O_RDONLY)) < 0)
+		return fd;
+	if (!(f = fdopen(fd, "r"))) {
+		close(fd);
+		return -ENOMEM;
+	}
 	while ((k = getline(&line, &cap, f)) > 0) {
 		int fn = line_fn(m, line);
 		const char *drv = fn >= 0 ? pcifs_driver_name(m, &m->fns[fn]) : NULL;
