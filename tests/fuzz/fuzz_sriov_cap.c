@@ -1,7 +1,8 @@
 /* Fuzz the PF SR-IOV capability writer of mokka-pcifs (sriov_cap.c): it
  * walks a config space's extended capability chain, which comes from a
  * file, to append its capability.  Any 4096 bytes: no read or write out
- * of the space, the walk ends, and where it wrote, the chain reaches the
+ * of the space, the walk ends, and where it wrote, the chain as the kernel
+ * and lspci walk it (next offsets' low two bits masked) reaches the
  * capability.  The input's first two bytes pick TotalVFs and NumVFs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (uint32_t)cs[off + 2] << 16 | (uint32_t)cs[off + 3] << 24;
 			if ((h & 0xffff) == 0x0010)
 				break;
-			off = h >> 20;
+			off = (h >> 20) & 0xffc;
 		} while (off >= 0x100 && off <= 4092 && ++hops < 64);
 		if ((h & 0xffff) != 0x0010 && hops < 64 && off) {
 			fprintf(stderr, "chain does not reach the SR-IOV capability\n");

@@ -117,3 +117,39 @@ Test(compile, sriov_capability)
 	cr_assert_eq(cs[0x1c0] | cs[0x1c1], 0);
 	pcifs_model_free(&m);
 }
+
+/* A broken chain is left alone (libFuzzer found the loop case: the walk
+ * gave up after 64 hops and then appended to the looping entry, which
+ * broke the chain further); next offsets are read as the kernel reads
+ * them, low two bits masked. */
+Test(compile, sriov_capability_broken_chains)
+{
+	static struct pcifs_model m;
+	static uint8_t cs[4096], before[4096];
+	struct pcifs_fn f = { .vendor = 0x15b3, .device = 0x1021, .class_code = 0x020700,
+			      .present = true, .driver = -1 };
+
+	snprintf(f.bdf, sizeof(f.bdf), "0000:1b:00.0");
+	snprintf(f.devpath, sizeof(f.devpath), "devices/pci0000:00/0000:1b:00.0");
+	cr_assert_eq(pcifs_model_add(&m, &f), 0);
+	cr_assert_eq(pcifs_model_add_vfs(&m, 0, &pcifs_mlx5_sriov), 0);
+	/* 0x100 -> 0x140 -> 0x100: a loop */
+	cs[0x100] = 0x01, cs[0x102] = 0x02, cs[0x103] = 0x14;
+	cs[0x140] = 0x0b, cs[0x142] = 0x01, cs[0x143] = 0x10;
+	memcpy(before, cs, sizeof(cs));
+	cr_assert_eq(pcifs_sriov_cap(cs, sizeof(cs), &m, &m.fns[0]), -1, "a loop");
+	cr_assert_eq(memcmp(cs, before, sizeof(cs)), 0, "a looping chain is left alone");
+	/* 0x100 -> 0x200, which is empty */
+	memset(cs, 0, sizeof(cs));
+	cs[0x100] = 0x01, cs[0x102] = 0x02, cs[0x103] = 0x20;
+	memcpy(before, cs, sizeof(cs));
+	cr_assert_eq(pcifs_sriov_cap(cs, sizeof(cs), &m, &m.fns[0]), -1, "next is empty");
+	cr_assert_eq(memcmp(cs, before, sizeof(cs)), 0, "the first capability kept");
+	/* 0x100's next is 0x003: reserved bits only, so 0x100 is the last */
+	memset(cs, 0, sizeof(cs));
+	cs[0x100] = 0x01, cs[0x102] = 0x32;
+	cr_assert_eq(pcifs_sriov_cap(cs, sizeof(cs), &m, &m.fns[0]), 0);
+	cr_assert_eq(((cs[0x103] << 4 | cs[0x102] >> 4) & 0xffc), 0x180, "appended after 0x100");
+	cr_assert_eq(cs[0x180] | cs[0x181] << 8, 0x0010);
+	pcifs_model_free(&m);
+}

@@ -16,6 +16,12 @@
 #define SRIOV_CTRL_ARI 0x0010	/* ARI Capable Hierarchy */
 #define SRIOV_PAGE_SIZES 0x553	/* 4K..., as GPUs and ConnectX report */
 
+/* The kernel's walk (drivers/pci/pci.c, PCI_EXT_CAP_NEXT): the next
+ * offset's low two bits are reserved, and at most this many entries are
+ * followed before the chain counts as a loop. */
+#define EXT_NEXT(h) (((h) >> 20) & 0xffcu)
+#define EXT_TTL ((4096 - EXT_START) / 8)
+
 static bool zero(const uint8_t *p, unsigned off, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -24,7 +30,9 @@ static bool zero(const uint8_t *p, unsigned off, unsigned n)
 	return true;
 }
 
-/* 0, or -1 when the space has no room (or no extended chain to extend). */
+/* 0, or -1 when the space has no room or its chain is broken (a loop, an
+ * offset out of the space, an entry pointing at an empty header): a
+ * broken chain is left alone. */
 int pcifs_sriov_cap(uint8_t *cs, size_t len, const struct pcifs_model *m, const struct pcifs_fn *pf)
 {
 	unsigned last = EXT_START, at = 0, hops = 0;
@@ -32,16 +40,20 @@ int pcifs_sriov_cap(uint8_t *cs, size_t len, const struct pcifs_model *m, const 
 
 	if (len < 4096 || pf->totalvfs <= 0)
 		return -1;
-	/* The chain's last entry (bounded: a broken chain is left alone). */
-	while ((h = cfg_get32(cs, last)) >> 20 && hops++ < 64) {
+	/* The chain's last entry. */
+	while ((h = cfg_get32(cs, last)) && EXT_NEXT(h)) {
 		if ((h & 0xffff) == SRIOV_ID)
 			return 0;	/* already there */
-		last = h >> 20;
+		if (++hops > EXT_TTL)
+			return -1;
+		last = EXT_NEXT(h);
 		if (last < EXT_START || last > 4096 - 4)
 			return -1;
 	}
 	if ((h & 0xffff) == SRIOV_ID)
 		return 0;
+	if (!h && last != EXT_START)
+		return -1;
 	if (!h) {
 		at = EXT_START;	/* no extended capability at all: the first */
 	} else {
