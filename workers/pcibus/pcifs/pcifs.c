@@ -421,14 +421,16 @@ static int parse_args(int argc, char **argv)
 	return -1;
 }
 
-/* The mount point, made (its leaf) and opened beneath the host root: a
- * link planted at it or above it is refused and named, nothing mounted.
- * The mount goes onto this descriptor (mount.c), so nothing can redirect
- * it after the check.  --mount's path (the operator's) is used as given.
- * An O_PATH fd, or -1 logged. */
-static int mount_point(void)
+/* The mount point, made (its leaf) beneath the host root and returned as
+ * its parent directory (an O_PATH fd) and its leaf: a link planted at it
+ * or above it is refused and named, nothing mounted.  The mount goes
+ * onto the directory these name (mount.c), never a path looked up again.
+ * --mount's path (the operator's) is used as given.  The parent fd, or -1
+ * logged. */
+static int mount_point(const char **leaf)
 {
-	char why[PATH_MAX + 256];
+	static char dir[PATH_MAX];
+	char why[PATH_MAX + 256], *slash;
 	int r, fd;
 
 	if (!mount_rel[0]) {
@@ -436,12 +438,29 @@ static int mount_point(void)
 			log_error("%s: mkdir: %s", mount_dir, strerror(errno));
 			return -1;
 		}
-		if ((fd = open(mount_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		snprintf(dir, sizeof(dir), "%s", mount_dir);
+		while ((slash = strrchr(dir, '/')) && slash > dir && !slash[1])
+			*slash = '\0';	/* a trailing '/' */
+		slash = strrchr(dir, '/');
+		*leaf = slash ? slash + 1 : dir;
+		if (slash == dir)
+			fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		else if (slash) {
+			*slash = '\0';
+			fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		} else
+			fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
 			log_error("%s: %s", mount_dir, strerror(errno));
 		return fd;
 	}
 	r = beneath_mkdir(rootfd, mount_rel, 0755);
-	fd = r == 0 || r == -EEXIST ? beneath_open(rootfd, mount_rel, O_PATH | O_DIRECTORY, 0) : r;
+	fd = r == 0 || r == -EEXIST ? beneath_parent(rootfd, mount_rel, leaf) : r;
+	if (fd >= 0 && (r = beneath_open(rootfd, mount_rel, O_PATH | O_DIRECTORY, 0)) < 0) {
+		close(fd);
+		fd = r;
+	} else if (fd >= 0)
+		close(r);
 	if (fd < 0) {
 		beneath_explain(rootfd, host_root, mount_rel, fd, why, sizeof(why));
 		log_error("%s: mount point refused: %s (nothing mounted)", mount_dir, why);
@@ -484,12 +503,13 @@ static void read_cmdline(void)
 static int mount_view(struct fuse *f, struct pcifs_mount *m)
 {
 	char why[256], dev[32];
-	int mp = mount_point(), r;
+	const char *leaf = NULL;
+	int parent = mount_point(&leaf), r;
 
-	if (mp < 0)
+	if (parent < 0)
 		return -1;
-	r = pcifs_mount_at(mp, m, why, sizeof(why));
-	close(mp);
+	r = pcifs_mount_at(parent, leaf, m, why, sizeof(why));
+	close(parent);
 	if (r < 0) {
 		log_error("%s: cannot mount: %s", mount_dir, why);
 		return -1;

@@ -65,9 +65,9 @@ struct pcifs_mount {
 	int fuse_fd, root_fd, watch_fd;
 	pid_t watcher;
 };
-/* Mounts a FUSE connection on the directory dirfd (O_PATH) is: 0, or
- * -errno with why filled. */
-int pcifs_mount_at(int dirfd, struct pcifs_mount *m, char *why, size_t whylen);
+/* Mounts a FUSE connection on the directory leaf in parent (an O_PATH
+ * fd; leaf no link): 0, or -errno with why filled. */
+int pcifs_mount_at(int parent, const char *leaf, struct pcifs_mount *m, char *why, size_t whylen);
 /* Forks the watcher (before any thread starts): 0 or -errno. */
 int pcifs_mount_watch(struct pcifs_mount *m);
 /* Detaches the mount and ends the watcher: 0 or -errno of the detach. */
