@@ -3,7 +3,8 @@
 # clang's libFuzzer with ASan + UBSan for SECONDS each (default 1800, the
 # issue-19 bar), on a corpus kept in DIR/<target>/ across campaigns (seeded
 # from tests/fuzz/corpus/ and tests/fuzz/regress/).  Prints, and writes to
-# DIR/report.txt, one line per target: executions, execs/s, coverage
+# DIR/report.txt, one line per target: the CPU seconds it had (less than
+# SECONDS when the machine is shared), executions, execs/s, coverage
 # (libFuzzer's edges "cov" and features "ft" at the end), corpus size (the
 # units libFuzzer holds; "kept": the inputs in DIR/<target>/), and
 # findings (crash, leak, timeout, oom inputs, kept in DIR/<target>.found/;
@@ -21,7 +22,7 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 secs=1800 jobs=1 dir= fb=$PWD/fuzz-build
 
-usage() { sed -n '2,18s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
+usage() { sed -n '2,19s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 while getopts s:j:d:b:h o; do
 	case $o in
 	s) secs=$OPTARG ;;
@@ -60,7 +61,7 @@ libfuzzer_build fuzz-campaign "$cc" "$here" "$fb" "$@" || exit 1
 # its work corpus in), findings in DIR/TARGET.found/, DIR/TARGET.log and
 # DIR/TARGET.result.
 run_one() {
-	local t=$1 w=$dir/$1 seeds=() rc execs rate cov ft corp kept found n
+	local t=$1 w=$dir/$1 seeds=() rc execs rate cov ft corp kept found n cpu
 	mkdir -p "$w" "$w.found"
 	for s in "$here/tests/fuzz/corpus/$t" "$here/tests/fuzz/regress/$t"; do
 		[ -d "$s" ] && seeds+=("$s")
@@ -69,6 +70,13 @@ run_one() {
 		-print_final_stats=1 -artifact_prefix="$w.found/" "$w" "${seeds[@]}") \
 		> "$w.log" 2>&1
 	rc=$?
+	# The CPU the fuzzer had (user + system, from this subshell's
+	# children): SECONDS of wall time on a shared machine may be less.
+	# `times` straight into a file: in a pipe or $(...) it would run in a
+	# fresh subshell, whose children used nothing.
+	times > "$w.times"
+	cpu=$(tail -1 "$w.times" | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/);
+		printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$w.log" | tail -1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$w.log" | tail -1)
 	# The last status line: "#N  REDUCE|NEW|pulse|DONE  cov: C ft: F corp: K/..."
@@ -80,8 +88,8 @@ run_one() {
 		-o -name 'oom-*' \) | wc -l)
 	n=$found
 	[ "$found" -eq 0 ] && [ $rc -ne 0 ] && n="exit $rc, no input saved (see $w.log)"
-	printf '%-20s %5s s %11s execs %7s/s  cov %5s  ft %6s  corpus %5s (%s kept)  findings %s\n' \
-		"$t" "$secs" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$kept" "$n" \
+	printf '%-20s %5s s (cpu %5s s) %11s execs %7s/s  cov %5s  ft %6s  corpus %5s (%s kept)  findings %s\n' \
+		"$t" "$secs" "${cpu:-?}" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$kept" "$n" \
 		| tee "$w.result"
 }
 
