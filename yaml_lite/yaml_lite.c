@@ -440,11 +440,15 @@ static struct yl_node *parse_seq(struct yp *p, int ind)
 	return seq;
 }
 
+/* depth counts the collections around a node, block or flow alike
+ * (parse_flow counts its own), so whatever one form holds the other
+ * does too: the emitter may write a block document in flow form. */
 static struct yl_node *parse_node(struct yp *p, int ind)
 {
 	struct yl_node *n;
+	bool block = at_seq_item(p) || at_key(p);
 
-	if (++p->depth > YL_MAX_DEPTH) {
+	if (block && ++p->depth > YL_MAX_DEPTH) {
 		yp_fail(p, "nesting too deep (limit %d)", YL_MAX_DEPTH);
 		return NULL;
 	}
@@ -457,7 +461,8 @@ static struct yl_node *parse_node(struct yp *p, int ind)
 		if (n)
 			end_line(p);
 	}
-	p->depth--;
+	if (block)
+		p->depth--;
 	return n;
 }
 

@@ -193,6 +193,48 @@ Test(yaml_lite, limits)
 	free(flow);
 }
 
+/* The depth limit counts collections in block and flow form alike, so a
+ * document one form holds the other holds too (the overrides emitter
+ * writes nested sequences in flow form; libFuzzer found a block document
+ * of 64 nested sequences whose flow form was refused).  Scalars do not
+ * count. */
+Test(yaml_lite, depth_limit_same_in_both_forms)
+{
+	size_t n = YL_MAX_DEPTH;
+	char *deep = malloc(2 * n + 8), *flow = malloc(2 * n + 8);
+	struct yl_node *a, *b;
+	struct yl_error e;
+
+	for (size_t i = 0; i < n; i++) {
+		memcpy(deep + 2 * i, "- ", 2);
+		flow[i] = '[';
+		flow[n + 1 + i] = ']';
+	}
+	strcpy(deep + 2 * n, "x");
+	flow[n] = 'x';
+	flow[2 * n + 1] = 0;
+	cr_assert_not_null(a = yl_parse(deep, strlen(deep), &e), "block at the limit: %s", e.msg);
+	cr_assert_not_null(b = yl_parse(flow, strlen(flow), &e), "flow at the limit: %s", e.msg);
+	cr_assert(yl_equal(a, b));
+	yl_free(a);
+	yl_free(b);
+	/* one more collection is refused in both */
+	memmove(flow + 1, flow, 2 * n + 2);
+	flow[0] = '[';
+	strcat(flow, "]");
+	cr_assert_null(yl_parse(flow, strlen(flow), &e));
+	cr_assert(strstr(e.msg, "too deep"), "%s", e.msg);
+	free(deep);
+	deep = malloc(2 * n + 8);
+	for (size_t i = 0; i <= n; i++)
+		memcpy(deep + 2 * i, "- ", 2);
+	strcpy(deep + 2 * (n + 1), "x");
+	cr_assert_null(yl_parse(deep, strlen(deep), &e));
+	cr_assert(strstr(e.msg, "too deep"), "%s", e.msg);
+	free(deep);
+	free(flow);
+}
+
 Test(yaml_lite, conversions)
 {
 	struct yl_node *r = ok("u: 42\nh: 0xFFFF\nneg: -7\nbig: 18446744073709551615\n"
