@@ -91,17 +91,24 @@ Test(compile, vf_guid_rule)
 }
 
 /* The SR-IOV capability appended to a PF's extended chain (after AER). */
-Test(compile, sriov_capability)
+/* A ConnectX PF with its VF slots: the model the capability is written for. */
+static void connectx_pf(struct pcifs_model *m)
 {
-	static struct pcifs_model m;
-	static uint8_t cs[4096];
 	struct pcifs_fn f = { .vendor = 0x15b3, .device = 0x1021, .class_code = 0x020700,
 			      .present = true, .driver = -1 };
 
 	snprintf(f.bdf, sizeof(f.bdf), "0000:1b:00.0");
 	snprintf(f.devpath, sizeof(f.devpath), "devices/pci0000:00/0000:1b:00.0");
-	cr_assert_eq(pcifs_model_add(&m, &f), 0);
-	cr_assert_eq(pcifs_model_add_vfs(&m, 0, &pcifs_mlx5_sriov), 0);
+	cr_assert_eq(pcifs_model_add(m, &f), 0);
+	cr_assert_eq(pcifs_model_add_vfs(m, 0, &pcifs_mlx5_sriov), 0);
+}
+
+Test(compile, sriov_capability)
+{
+	static struct pcifs_model m;
+	static uint8_t cs[4096];
+
+	connectx_pf(&m);
 	m.fns[0].numvfs = 2;
 	cs[0x100] = 0x01, cs[0x102] = 0x02;	/* AER v2, last */
 	cr_assert_eq(pcifs_sriov_cap(cs, sizeof(cs), &m, &m.fns[0]), 0);
@@ -126,13 +133,8 @@ Test(compile, sriov_capability_broken_chains)
 {
 	static struct pcifs_model m;
 	static uint8_t cs[4096], before[4096];
-	struct pcifs_fn f = { .vendor = 0x15b3, .device = 0x1021, .class_code = 0x020700,
-			      .present = true, .driver = -1 };
 
-	snprintf(f.bdf, sizeof(f.bdf), "0000:1b:00.0");
-	snprintf(f.devpath, sizeof(f.devpath), "devices/pci0000:00/0000:1b:00.0");
-	cr_assert_eq(pcifs_model_add(&m, &f), 0);
-	cr_assert_eq(pcifs_model_add_vfs(&m, 0, &pcifs_mlx5_sriov), 0);
+	connectx_pf(&m);
 	/* 0x100 -> 0x140 -> 0x100: a loop */
 	cs[0x100] = 0x01, cs[0x102] = 0x02, cs[0x103] = 0x14;
 	cs[0x140] = 0x0b, cs[0x142] = 0x01, cs[0x143] = 0x10;
