@@ -10,18 +10,17 @@
  * connected" mount outlives it.  Kernels before 5.2 (no fsopen) get
  * mount(2) onto /proc/self/fd/<mount point>, the same directory. */
 #include <errno.h>
-#include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
 
 #include "workers/pcibus/pcifs/pcifs.h"
 
@@ -197,11 +196,11 @@ int pcifs_mount_watch(struct pcifs_mount *m)
 	if (m->watcher == 0) {
 		/* Keep only stdio, the pipe's read end and the mount's root:
 		 * holding /dev/fuse would keep a dead daemon's connection up. */
+		int a = fcntl(p[0], F_DUPFD_CLOEXEC, 100), b = fcntl(m->root_fd, F_DUPFD_CLOEXEC, 100);
+
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
-		int a = fcntl(p[0], F_DUPFD_CLOEXEC, 100), b = fcntl(m->root_fd, F_DUPFD_CLOEXEC, 100);
-
 		prctl(PR_SET_NAME, "pcifs-unmount", 0, 0, 0);
 		if (a < 0 || b < 0)
 			_exit(1);
