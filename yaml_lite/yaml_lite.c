@@ -480,6 +480,7 @@ struct yl_node *yl_parse(const char *buf, size_t len, struct yl_error *err)
 	struct yp p = { .s = buf, .len = len, .line = 1, .err = err };
 	const char *what = NULL, *bom;
 	struct yl_node *root = NULL;
+	bool started = false;	/* an explicit "---" opened the document */
 	size_t bad;
 
 	memset(err, 0, sizeof(*err));
@@ -505,6 +506,7 @@ struct yl_node *yl_parse(const char *buf, size_t len, struct yl_error *err)
 	if (!p.failed && at_marker(&p, "---")) {
 		p.pos += 3;
 		end_line(&p);
+		started = true;
 	}
 	if (p.failed)
 		return NULL;
@@ -514,7 +516,17 @@ struct yl_node *yl_parse(const char *buf, size_t len, struct yl_error *err)
 		yp_fail(&p, "directives are not supported");
 		return NULL;
 	}
-	root = parse_node(&p, p.ind);
+	/* "---" then "...": an empty document, null (as libyaml reads it),
+	 * not the scalar "..."; "..." with no document before it is none. */
+	if (at_marker(&p, "...") && !started) {
+		yp_fail(&p, "a document end marker without a document");
+		return NULL;
+	}
+	if (at_marker(&p, "---")) {
+		yp_fail(&p, "several documents are not supported");
+		return NULL;
+	}
+	root = at_marker(&p, "...") ? yp_node_new(&p, YL_NULL) : parse_node(&p, p.ind);
 	if (!p.failed && at_marker(&p, "...")) {
 		p.pos += 3;
 		end_line(&p);

@@ -375,3 +375,29 @@ Test(yaml_lite, bom_utf8_and_null_keys)
 	cr_assert_not_null(yl_get(yl_get(r, "m"), "~"));
 	yl_free(r);
 }
+
+/* Document markers read as libyaml reads them (libFuzzer found "---" then
+ * "..." read as the scalar "..."): an explicit document that ends at once
+ * is null; "..." with no document, or a second "---", is refused. */
+Test(yaml_lite, document_markers)
+{
+	static const char *const empty[] = { "---\n...\n", "---\n...\t", "---\n... # end\n" };
+	struct yl_node *d;
+	struct yl_error e;
+
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		cr_assert_not_null(d = yl_parse(empty[i], strlen(empty[i]), &e), "%s", e.msg);
+		cr_assert(yl_is_null(d), "input %zu is an empty document", i);
+		yl_free(d);
+	}
+	cr_assert_null(yl_parse("...\n", 4, &e));
+	cr_assert(strstr(e.msg, "without a document"), "%s", e.msg);
+	cr_assert_null(yl_parse("---\n---\n", 8, &e));
+	cr_assert(strstr(e.msg, "several documents"), "%s", e.msg);
+	cr_assert_not_null(d = yl_parse("---\na: 1\n...\n", 13, &e), "%s", e.msg);
+	cr_assert_eq(d->kind, YL_MAP);
+	yl_free(d);
+	cr_assert_not_null(d = yl_parse("- ...\n", 6, &e), "%s", e.msg);
+	cr_assert_str_eq(d->kids[0]->str, "...", "inside a collection it is a plain scalar");
+	yl_free(d);
+}
