@@ -73,6 +73,12 @@ count() {
 	echo "$n"
 }
 dpid() { pgrep -P "$SUP_PID" -f "^$1( |\$)" | head -1; }	# a daemon child
+# Every daemon child has exec'd: /readyz counts a restarted daemon up once
+# it is forked, and until its execve its command line is the supervisor's.
+daemons_execd() {
+	local d
+	for d in "${DAEMONS[@]}"; do [ -n "$(dpid "$d")" ] || return 1; done
+}
 # alive PID...: which of these still run (zombies have exited)
 alive() {
 	local p
@@ -101,6 +107,7 @@ for round in $(seq "$nrounds"); do
 		sleep 0.$((RANDOM % 5))	# kill in the middle of the pass, or after it
 	fi
 	declare -A before=() hit=()
+	wait_for 10 daemons_execd || fail "round $round: a daemon not running 10s after /readyz: $(for d in "${DAEMONS[@]}"; do printf '%s=%s ' "$d" "$(dpid "$d")"; done)"
 	for d in "${DAEMONS[@]}"; do before[$d]=$(dpid "$d"); done
 	t0=$(now_ms)
 	for _ in $(seq $((BURST * 4))); do
