@@ -7,6 +7,7 @@
 #   P  mokka-pcifs: the binding file R/driver/config/pci-drivers (written
 #      and removed at exit), its mount point R/run/pcifs
 #   V  mokka-pcifs's reads: a staged file linked outside is not served
+#   L  mokka-pcifs's model: a staged id file linked outside is not read
 #   X  mokka-ctl exec: a source it bind-mounts (R/ib)
 #   G  the supervisor's NRI staging lock's directory /run/nvml-mock
 #   N  pcibus's teardown putting a foreign NFD features file back
@@ -106,6 +107,33 @@ check "V: proc/bus/pci/devices linked outside: the outside bytes are not served"
 same_outside "V"
 rm -f "$DEV/config" "$ROOT$R/proc/bus/pci/devices" "$ROOT"/v-*
 mv "$T/config.saved" "$DEV/config" && mv "$T/devices.saved" "$ROOT$R/proc/bus/pci/devices"
+
+# ---- L: what mokka-pcifs builds its model from ----
+# A GPU's staged vendor and class linked to files outside the root that
+# say "ConnectX network function": read outside, the model would give the
+# GPU a ConnectX PF's VF slots (sriov_totalvfs in the view).  Resolved
+# inside the root, the links lead nowhere and the GPU gets none.
+GPU=$(readlink -f "$ROOT$R/sys/bus/pci/devices/0000:1a:00.0")
+case $GPU in "$ROOT$R"/sys/devices/*) ;; *) die "no staged GPU 0000:1a:00.0 ($GPU)" ;; esac
+# The same plant with the targets inside the root first: the model reads
+# the ids through the links (the check below can fail).
+mkdir -p "$ROOT/ids" && echo 0x15b3 > "$ROOT/ids/vendor" && echo 0x020000 > "$ROOT/ids/class"
+for a in vendor class; do mv "$GPU/$a" "$T/$a.saved" && ln -s /ids/$a "$GPU/$a"; done
+pcifs "$T/l0.log" 'for i in $(seq 100); do [ -e "$2$3/run/pcifs/sys/bus/pci/devices" ] && break; sleep 0.1; done
+	test -e "$2$3/run/pcifs/sys/bus/pci/devices/0000:1a:00.0/sriov_totalvfs" && touch "$2/l-in"'
+check "L: ids linked inside the root are read (the GPU looks like a ConnectX PF)" test -e "$ROOT/l-in"
+rm -rf "$ROOT/ids"
+echo 0x15b3 > "$OUT/vendor" && echo 0x020000 > "$OUT/class"
+for a in vendor class; do ln -sfn "$OUT/$a" "$GPU/$a"; done
+listing > "$T/out-before"
+pcifs "$T/l.log" 'for i in $(seq 100); do [ -e "$2$3/run/pcifs/sys/bus/pci/devices" ] && break; sleep 0.1; done
+	test -e "$2$3/run/pcifs/sys/bus/pci/devices/0000:1a:00.0/sriov_totalvfs" && touch "$2/l-out"
+	test -e "$2$3/run/pcifs/sys/bus/pci/devices/0000:1a:00.0/driver" && touch "$2/l-ok"'
+check "L: the view served (sanity)" test -e "$ROOT/l-ok"
+check "L: ids linked outside the root are not read (no VF slots on the GPU)" test ! -e "$ROOT/l-out"
+same_outside "L"
+for a in vendor class; do rm -f "$GPU/$a" && mv "$T/$a.saved" "$GPU/$a"; done
+rm -f "$ROOT"/l-*
 
 # ---- X: mokka-ctl exec's sources ----
 plant "$R/ib"

@@ -2,7 +2,9 @@
  * function of bus/pci/devices with its ids and staged driver, every staged
  * driver plus vfio-pci, VF slots for ConnectX PFs; a re-read keeps the
  * running node's bindings (SIGHUP after a new generation); and the binding
- * file the mock NVML reads. */
+ * file the mock NVML reads.  The staged tree is read beneath the host root
+ * as a chroot would (beneath_open_in_root), as the view serves it: a link
+ * planted in it never makes the model out of a file outside the root. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,18 +16,64 @@
 #include "fileio/beneath.h"
 #include "workers/pcibus/pcifs/pcifs.h"
 
-static unsigned long read_hex(const char *sys, const char *devpath, const char *attr)
+/* "<sys>/<a>/<b>" relative to the root; 0 or -ENAMETOOLONG. */
+static int rel_of(char *buf, size_t len, const char *sys, const char *a, const char *b)
 {
-	char path[PATH_MAX * 2], buf[32] = "";
-	FILE *f;
+	int n = snprintf(buf, len, "%s/%s%s%s", sys, a, b ? "/" : "", b ? b : "");
 
-	snprintf(path, sizeof(path), "%s/%s/%s", sys, devpath, attr);
-	if (!(f = fopen(path, "re")))
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static unsigned long read_hex(int rootfd, const char *sys, const char *devpath, const char *attr)
+{
+	char rel[PATH_MAX * 2], buf[32] = "";
+	ssize_t k;
+	int fd;
+
+	if (rel_of(rel, sizeof(rel), sys, devpath, attr) < 0 ||
+	    (fd = beneath_open_in_root(rootfd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0)) < 0)
 		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
+	k = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[k > 0 ? k : 0] = '\0';
 	return strtoul(buf, NULL, 0);
+}
+
+/* readlink(2) of rel's last component, its parent resolved in the root. */
+static ssize_t read_link(int rootfd, char *rel, char *buf, size_t len)
+{
+	char *slash = strrchr(rel, '/');
+	ssize_t k;
+	int dfd;
+
+	if (!slash)
+		return -EINVAL;
+	*slash = '\0';
+	dfd = beneath_open_in_root(rootfd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	*slash = '/';
+	if (dfd < 0)
+		return dfd;
+	k = readlinkat(dfd, slash + 1, buf, len - 1);
+	k = k < 0 ? -errno : k;
+	close(dfd);
+	if (k >= 0)
+		buf[k] = '\0';
+	return k;
+}
+
+/* The entries of the directory rel, or NULL (errno set). */
+static DIR *open_dir(int rootfd, const char *rel)
+{
+	int fd = beneath_open_in_root(rootfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	DIR *d;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	if (!(d = fdopendir(fd)))
+		close(fd);
+	return d;
 }
 
 static int by_name(const void *a, const void *b)
@@ -33,34 +81,33 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int load_fn(struct pcifs_model *m, const char *sys, const char *bdf)
+static int load_fn(struct pcifs_model *m, int rootfd, const char *sys, const char *bdf)
 {
-	char path[PATH_MAX * 2], target[512];
+	char rel[PATH_MAX * 2], target[512];
 	struct pcifs_fn f;
 	ssize_t k;
 
 	memset(&f, 0, sizeof(f));
-	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sys, bdf);
-	if ((k = readlink(path, target, sizeof(target) - 1)) < 0)
-		return -errno;
-	target[k] = '\0';
+	if (rel_of(rel, sizeof(rel), sys, "bus/pci/devices", bdf) < 0)
+		return -ENAMETOOLONG;
+	if ((k = read_link(rootfd, rel, target, sizeof(target))) < 0)
+		return (int)k;
 	if (strncmp(target, "../../../devices/", 17) || strstr(target + 17, "..") ||
 	    strlen(bdf) >= sizeof(f.bdf) || strlen(target + 9) >= sizeof(f.devpath))
 		return -EINVAL;
 	snprintf(f.bdf, sizeof(f.bdf), "%s", bdf);
 	snprintf(f.devpath, sizeof(f.devpath), "%s", target + 9);
 	snprintf(f.backing, sizeof(f.backing), "%s", f.devpath);
-	f.vendor = (uint16_t)read_hex(sys, f.devpath, "vendor");
-	f.device = (uint16_t)read_hex(sys, f.devpath, "device");
-	f.subvendor = (uint16_t)read_hex(sys, f.devpath, "subsystem_vendor");
-	f.subdevice = (uint16_t)read_hex(sys, f.devpath, "subsystem_device");
-	f.class_code = (uint32_t)read_hex(sys, f.devpath, "class");
+	f.vendor = (uint16_t)read_hex(rootfd, sys, f.devpath, "vendor");
+	f.device = (uint16_t)read_hex(rootfd, sys, f.devpath, "device");
+	f.subvendor = (uint16_t)read_hex(rootfd, sys, f.devpath, "subsystem_vendor");
+	f.subdevice = (uint16_t)read_hex(rootfd, sys, f.devpath, "subsystem_device");
+	f.class_code = (uint32_t)read_hex(rootfd, sys, f.devpath, "class");
 	f.bridge = f.class_code >> 8 == 0x0604;
 	f.present = true;
 	f.driver = -1;
-	snprintf(path, sizeof(path), "%s/%s/driver", sys, f.devpath);
-	if ((k = readlink(path, target, sizeof(target) - 1)) > 0) {
-		target[k] = '\0';
+	if (rel_of(rel, sizeof(rel), sys, f.devpath, "driver") == 0 &&
+	    read_link(rootfd, rel, target, sizeof(target)) > 0) {
 		snprintf(f.home, sizeof(f.home), "%s", strrchr(target, '/') ? strrchr(target, '/') + 1
 									: target);
 		f.driver = pcifs_driver_get(m, f.home);
@@ -68,14 +115,14 @@ static int load_fn(struct pcifs_model *m, const char *sys, const char *bdf)
 	return pcifs_model_add(m, &f);
 }
 
-static void load_drivers(struct pcifs_model *m, const char *sys)
+static void load_drivers(struct pcifs_model *m, int rootfd, const char *sys)
 {
-	char path[PATH_MAX];
+	char rel[PATH_MAX];
 	struct dirent *e;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/bus/pci/drivers", sys);
-	if ((d = opendir(path))) {
+	if (rel_of(rel, sizeof(rel), sys, "bus/pci/drivers", NULL) == 0 &&
+	    (d = open_dir(rootfd, rel))) {
 		while ((e = readdir(d)))
 			if (e->d_name[0] != '.')
 				pcifs_driver_get(m, e->d_name);
@@ -90,18 +137,19 @@ static bool sriov_gpu(const struct pcifs_fn *f, const struct pcifs_node *node)
 	return node->gpu.total_vfs > 0 && f->vendor == 0x10de && f->class_code >> 16 == 0x03;
 }
 
-int pcifs_load(struct pcifs_model *m, const char *sys, const struct pcifs_node *node)
+int pcifs_load(struct pcifs_model *m, int rootfd, const char *sys, const struct pcifs_node *node)
 {
-	char path[PATH_MAX], *names[PCIFS_MAX_FNS];
+	char rel[PATH_MAX], *names[PCIFS_MAX_FNS];
 	struct dirent *e;
 	int n = 0, r = 0, nphys;
 	DIR *d;
 
 	memset(m, 0, sizeof(*m));
 	m->iommu = node->iommu;
-	load_drivers(m, sys);
-	snprintf(path, sizeof(path), "%s/bus/pci/devices", sys);
-	if (!(d = opendir(path)))
+	load_drivers(m, rootfd, sys);
+	if (rel_of(rel, sizeof(rel), sys, "bus/pci/devices", NULL) < 0)
+		return -ENAMETOOLONG;
+	if (!(d = open_dir(rootfd, rel)))
 		return -errno;
 	while ((e = readdir(d)) && n < PCIFS_MAX_FNS)
 		if (e->d_name[0] != '.' && !(names[n++] = strdup(e->d_name)))
@@ -109,7 +157,7 @@ int pcifs_load(struct pcifs_model *m, const char *sys, const struct pcifs_node *
 	closedir(d);
 	qsort(names, (size_t)n, sizeof(names[0]), by_name);
 	for (int i = 0; i < n; i++) {
-		int k = load_fn(m, sys, names[i]);
+		int k = load_fn(m, rootfd, sys, names[i]);
 
 		if (k < 0 && !r)
 			r = k;

@@ -118,7 +118,7 @@ static void reload_now(void)
 	int r;
 
 	want_reload = 0;
-	if ((r = pcifs_load(&spare, V.sys, read_node())) < 0)
+	if ((r = pcifs_load(&spare, rootfd, V.sys + V.rootlen, read_node())) < 0)
 		log_warn("reload: %s: %s (serving what loaded)", V.sys, strerror(-r));
 	spare.busy = busy;
 	pcifs_carry(&spare, &model);
@@ -559,7 +559,7 @@ int main(int argc, char **argv)
 	V.rootfd = rootfd;
 	V.rootlen = strlen(host_root);
 	read_cmdline();
-	if ((r = pcifs_load(&model, V.sys, read_node())) < 0)
+	if ((r = pcifs_load(&model, rootfd, V.sys + V.rootlen, read_node())) < 0)
 		log_warn("%s: %s (serving what loaded)", V.sys, strerror(-r));
 	model.busy = busy;
 	persist();

@@ -26,8 +26,9 @@ struct pcifs_node {
 	struct pcifs_sriov gpu;
 };
 
-/* sys: "<host root><R>/sys".  0, or the first -errno (what loaded stays). */
-int pcifs_load(struct pcifs_model *m, const char *sys, const struct pcifs_node *node);
+/* sys: "<R>/sys" beneath rootfd (the host root), read as a chroot to it
+ * would: no link leads out.  0, or the first -errno (what loaded stays). */
+int pcifs_load(struct pcifs_model *m, int rootfd, const char *sys, const struct pcifs_node *node);
 /* Bindings, overrides, removals, VFs and dynamic ids of from, onto a
  * freshly loaded to. */
 void pcifs_carry(struct pcifs_model *to, const struct pcifs_model *from);
