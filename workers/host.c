@@ -443,6 +443,34 @@ bool host_beneath(const struct host *h, const char *path)
 	return fd >= 0;
 }
 
+FILE *host_fopen(const struct host *h, const char *path)
+{
+	char phys[PATH_MAX];
+	struct stat st;
+	int rootfd, fd, r;
+	FILE *f;
+
+	if ((r = host_phys(h, path, phys, sizeof(phys))) < 0 ||
+	    (r = rootfd = beneath_root(h->root)) < 0) {
+		errno = -r;
+		return NULL;
+	}
+	fd = beneath_open(rootfd, phys, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+	if (fd < 0 && fd != -ENOENT)
+		host_refused(h->root, rootfd, phys, fd);
+	close(rootfd);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	return f;
+}
+
 int host_create(struct host *h, const char *path, mode_t mode)
 {
 	struct leaf l;

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct manifest;
@@ -74,6 +75,11 @@ int host_mknod_chr(struct host *h, const char *path, mode_t mode,
 /* Whether path exists and is reached without a link (its last component
  * included): the check before handing a path to code that follows them. */
 bool host_beneath(const struct host *h, const char *path);
+
+/* Open a regular file at path for reading, reached without a link (its
+ * last component included; a link on the way is refused and logged).
+ * NULL with errno (ENOENT: nothing there). */
+FILE *host_fopen(const struct host *h, const char *path);
 
 /* An empty file made when nothing is there (O_EXCL: what is there, a
  * file someone else wrote meanwhile, stays as it is). */

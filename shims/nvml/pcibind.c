@@ -14,11 +14,26 @@ static bool same_bdf(const char *bus_id, const char *bdf)
 	       strspn(bus_id, "0") >= la - lb;
 }
 
+bool pcibind_detached_in(FILE *f, const char *bus_id)
+{
+	char line[256], bdf[64], drv[64];
+	bool detached = false;
+
+	if (!f || !bus_id || !*bus_id)
+		return false;
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '#' && sscanf(line, "%63s %63s", bdf, drv) == 2 &&
+		    same_bdf(bus_id, bdf))
+			detached = strcmp(drv, "nvidia") != 0;
+	return detached;
+}
+
 bool pcibind_detached(const char *config_path, const char *bus_id)
 {
-	char path[4200], line[256], bdf[64], drv[64];
 	const char *slash = strrchr(config_path, '/');
-	bool detached = false;
+	char path[4200];
+	bool detached;
 	FILE *f;
 
 	if (!bus_id || !*bus_id || !slash)
@@ -26,10 +41,7 @@ bool pcibind_detached(const char *config_path, const char *bus_id)
 	snprintf(path, sizeof(path), "%.*s/pci-drivers", (int)(slash - config_path), config_path);
 	if (!(f = fopen(path, "re")))
 		return false;
-	while (fgets(line, sizeof(line), f))
-		if (line[0] != '#' && sscanf(line, "%63s %63s", bdf, drv) == 2 &&
-		    same_bdf(bus_id, bdf))
-			detached = strcmp(drv, "nvidia") != 0;
+	detached = pcibind_detached_in(f, bus_id);
 	fclose(f);
 	return detached;
 }

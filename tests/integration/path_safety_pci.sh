@@ -10,6 +10,8 @@
 #   L  mokka-pcifs's model: a staged id file linked outside is not read
 #   X  mokka-ctl exec: a source it bind-mounts (R/ib)
 #   G  the supervisor's NRI staging lock's directory /run/nvml-mock
+#   K  pcibus keeping a foreign NFD features file aside (its read)
+#   B  the binding file as pcibus's NFD step reads it (GPUs held)
 #   N  pcibus's teardown putting a foreign NFD features file back
 . "$(dirname "$0")/../lib.sh"
 
@@ -161,9 +163,44 @@ stop_supervisor
 check "G: the link is left" test -L "$ROOT/run/nvml-mock"
 same_outside "G /run/nvml-mock"
 
-# ---- N: teardown puts a foreign NFD features file back (renameat) ----
+# ---- K: pcibus keeps a foreign NFD features file aside (the read) ----
+# The features directory a link to an outside directory holding a file of
+# that name: read through the link, a root-only file outside (mode 0600)
+# would be copied into R/state, and put back inside the root at teardown.
 rm -rf "$ROOT"
 FEAT=/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.features
+plant "$(dirname "$FEAT")"
+echo "secret.outside=1" > "$OUT/$(dirname "$FEAT" | tr / _)/$(basename "$FEAT")"
+chmod 0600 "$OUT/$(dirname "$FEAT" | tr / _)/$(basename "$FEAT")"
+listing > "$T/out-before"
+start_supervisor --simulators pcibus
+check "K: the log names the features directory" wait_for 30 named "$T/sup.log" "$(dirname "$FEAT")"
+check "K: the outside file was not copied into the root" \
+	sh -c "! grep -rqs secret.outside '$ROOT$R'"
+stop_supervisor
+check "K: the link is left" test -L "$ROOT$(dirname "$FEAT")"
+check "K: nothing of the outside file inside the root after teardown" \
+	sh -c "! grep -rqs secret.outside '$ROOT'"
+same_outside "K $(dirname "$FEAT")"
+
+# ---- B: the binding file R/driver/config/pci-drivers, read ----
+# Linked to an outside file that says GPU 0000:1a:00.0 is on vfio-pci: read
+# through the link, the NFD count would say 7 GPUs.  Refused, named, and
+# read as no binding file: all 8 held.
+rm -rf "$ROOT"
+plant "$STATE" file
+echo "0000:1a:00.0 vfio-pci" > "$OUT/$(echo "$STATE" | tr / _)"
+listing > "$T/out-before"
+start_supervisor --simulators pcibus
+check "B: the NFD count is not read through the link (8 GPUs held)" \
+	wait_for 30 grep -qx 'mokka.gpu.count=8' "$ROOT$FEAT"
+check "B: the log names the binding file" named "$T/sup.log" "$STATE"
+stop_supervisor
+check "B: the link is left" test -L "$ROOT$STATE"
+same_outside "B $STATE"
+
+# ---- N: teardown puts a foreign NFD features file back (renameat) ----
+rm -rf "$ROOT"
 mkdir -p "$(dirname "$ROOT$FEAT")"
 echo someone.else=1 > "$ROOT$FEAT"
 start_supervisor --simulators pcibus

@@ -448,6 +448,35 @@ Test(host, unlink_and_copy_in)
 	cr_assert_lt(host_copy_in(&h, "/nonexistent/mokka", "/dst/none", 0600), 0);
 }
 
+Test(host, fopen_reads_beneath_the_root_only)
+{
+	char line[64], outside[300];
+	FILE *f;
+
+	put("/in", "inside\n");
+	cr_assert_not_null(f = host_fopen(&h, "/in"));
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_str_eq(line, "inside\n");
+	fclose(f);
+	errno = 0;
+	cr_assert_null(host_fopen(&h, "/none"));
+	cr_assert_eq(errno, ENOENT);
+	/* A link at the leaf or on the way, even to a file inside: refused. */
+	snprintf(outside, sizeof(outside), "%s/in", tmp);
+	cr_assert_eq(symlink(outside, F("/leaf")), 0);
+	cr_assert_null(host_fopen(&h, "/leaf"));
+	cr_assert_eq(errno, ELOOP);
+	cr_assert_eq(symlink(tmp, F("/way")), 0);
+	cr_assert_null(host_fopen(&h, "/way/in"));
+	cr_assert_eq(errno, ELOOP);
+	/* Not a regular file (a directory, a FIFO that would block): refused. */
+	mkd("/dir");
+	cr_assert_null(host_fopen(&h, "/dir"));
+	cr_assert_eq(mkfifo(F("/fifo"), 0600), 0);
+	cr_assert_null(host_fopen(&h, "/fifo"));
+	cr_assert_null(host_fopen(&h, "/../in"));
+}
+
 Test(host, mock_path_joins_the_mock_root)
 {
 	char buf[32];

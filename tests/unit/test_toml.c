@@ -3,6 +3,7 @@
  * with line and column, value spans, and the writer's round trip. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +244,27 @@ Test(toml, write_values_and_keys)
 	cr_assert_str_eq(out, "s = \"a\\\"b\\n\\u0001\"\n\"k y\" = [1, { a = 2, b = {} }]\n"
 			 "\n[[t]]\n\n  [t.u]\n    x = 1\n\n[e]\n");
 	free(out);
+}
+
+/* A quoted key longer than 1 KiB (escapes included) is written whole:
+ * the writer cut it at 1023 bytes, closing quote and all (libFuzzer). */
+Test(toml, write_long_keys)
+{
+	static char in[8192], key[3001];
+	char *once, *twice;
+
+	memset(key, 'k', 3000);
+	for (int i = 0; i < 3000; i += 7)
+		key[i] = ' ';		/* not bare: quoted */
+	snprintf(in, sizeof(in), "[a.\"%s\"]\n\"%s\" = 1\n", key, key);
+	cr_assert_eq(parse(in), 0, "%d:%d: %s", err.line, err.col, err.msg);
+	once = write_doc();
+	cr_assert_eq(parse(once), 0, "writer output does not parse: %d:%d: %s", err.line,
+		     err.col, err.msg);
+	twice = write_doc();
+	cr_assert_str_eq(once, twice);
+	free(once);
+	free(twice);
 }
 
 Test(toml, build_and_replace)

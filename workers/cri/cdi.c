@@ -223,14 +223,14 @@ static void put_device(FILE *f, const char *name, const struct edits *e)
 	put_edits(f, e, "    ");
 }
 
-/* mokka-pcifs's binding file says the nvidia driver does not hold d. */
-static bool gpu_detached(const struct host *h, const struct state *s,
-			 const struct state_device *d)
+/* mokka-pcifs's binding file (NULL: none, or refused: a link on the way). */
+static FILE *open_bindings(const struct host *h, const struct state *s)
 {
-	char rel[512], full[8192];
+	char rel[512];
 
-	snprintf(rel, sizeof(rel), "%s/driver/config/config.yaml", s->mock_root);
-	return host_path(h, rel, full, sizeof(full)) == 0 && pcibind_detached(full, d->bus_id);
+	if (snprintf(rel, sizeof(rel), "%s" PCIBIND_FILE, s->mock_root) >= (int)sizeof(rel))
+		return NULL;
+	return host_fopen(h, rel);
 }
 
 /* CDI device names: letters, digits, '_', '-', '.', ':', starting with a
@@ -251,11 +251,13 @@ static int put_devices(const struct host *h, const struct state *s, FILE *f, boo
 		       const struct edits *extra_all)
 {
 	struct edits *all = calloc(1, sizeof(*all)), one;
+	FILE *bind;
 	char name[32];
 	int n = 0;
 
 	if (!all)
 		return -ENOMEM;
+	bind = open_bindings(h, s);
 	fputs("devices:\n", f);
 	for (int i = 0; i < s->num_devices; i++) {
 		const struct state_device *d = &s->devices[i];
@@ -264,7 +266,7 @@ static int put_devices(const struct host *h, const struct state *s, FILE *f, boo
 		gpu_node(h, s, &one, d);
 		if (!one.nnodes)
 			continue;	/* not staged (yet, or any more) */
-		if (gpu_detached(h, s, d))
+		if (pcibind_detached_in(bind, d->bus_id))
 			continue;	/* on vfio-pci, unbound or removed (mokka-pcifs) */
 		n++;
 		all->nodes[all->nnodes++] = one.nodes[0];
@@ -283,6 +285,8 @@ static int put_devices(const struct host *h, const struct state *s, FILE *f, boo
 		all->nodes[all->nnodes++] = extra_all->nodes[i];
 	if (n)
 		put_device(f, "all", all);
+	if (bind)
+		fclose(bind);
 	free(all);
 	return n;
 }

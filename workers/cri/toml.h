@@ -81,7 +81,8 @@ struct toml_node *toml_table(struct toml_node *t, const char *key);
  * for tables nested deeper than TOML_MAX_DEPTH. */
 int toml_write(const struct toml_node *root, char **out, size_t *len);
 
-/* A key as written in a header or key/value line (bare when it can be). */
+/* A key as written in a header or key/value line (bare when it can be),
+ * cut to fit buf: for messages (the writer has no such limit). */
 void toml_key_text(const char *key, char *buf, size_t len);
 
 #endif

@@ -30,27 +30,26 @@ static void put_quoted(struct sb *b, const char *s)
 	toml_sb_putc(b, '"');
 }
 
-void toml_key_text(const char *key, char *buf, size_t len)
+/* Straight into the output: a key has no length limit but the input's. */
+static void put_key(struct sb *b, const char *key)
 {
-	struct sb b = { 0 };
 	bool bare = *key != '\0';
 
 	for (const char *c = key; *c && bare; c++)
 		bare = toml_bare_char((unsigned char)*c);
 	if (bare)
-		toml_sb_puts(&b, key);
+		toml_sb_puts(b, key);
 	else
-		put_quoted(&b, key);
-	snprintf(buf, len, "%s", b.b ? b.b : "\"\"");
-	free(b.b);
+		put_quoted(b, key);
 }
 
-static void put_key(struct sb *b, const char *key)
+void toml_key_text(const char *key, char *buf, size_t len)
 {
-	char buf[1024];
+	struct sb b = { 0 };
 
-	toml_key_text(key, buf, sizeof(buf));
-	toml_sb_puts(b, buf);
+	put_key(&b, key);
+	snprintf(buf, len, "%s", b.b ? b.b : "\"\"");
+	free(b.b);
 }
 
 static bool is_section(const struct toml_node *n)

@@ -81,13 +81,17 @@ static void value_count(const struct state *s, char *out, size_t len)
 
 static int count_held(const struct host *h, const struct state *s)
 {
-	char rel[512], full[8192];
+	char rel[512];
+	FILE *f = NULL;
 	int n = 0;
 
-	snprintf(rel, sizeof(rel), "%s/driver/config/config.yaml", s->mock_root);
+	/* No binding file (or one refused): the nvidia driver holds them all. */
+	if (snprintf(rel, sizeof(rel), "%s" PCIBIND_FILE, s->mock_root) < (int)sizeof(rel))
+		f = host_fopen(h, rel);
 	for (int i = 0; i < s->num_devices; i++)
-		n += host_path(h, rel, full, sizeof(full)) < 0 ||
-		     !pcibind_detached(full, s->devices[i].bus_id);
+		n += !pcibind_detached_in(f, s->devices[i].bus_id);
+	if (f)
+		fclose(f);
 	return n;
 }
 
@@ -114,16 +118,10 @@ static const struct feature features[] = {
 	{ "mokka.gpu.product", value_product },
 };
 
-static int paths(const struct host *h, char *file, char *kept, size_t len, char *kept_rel,
-		 size_t rel_len)
+/* R/state's copy of a foreign features file, relative to the root. */
+static int kept_rel(const struct host *h, char *rel, size_t len)
 {
-	int r;
-
-	if (snprintf(kept_rel, rel_len, "%s" NFD_KEPT, h->mock_root) >= (int)rel_len)
-		return -ENAMETOOLONG;
-	if ((r = host_path(h, NFD_FEATURES_FILE, file, len)) < 0)
-		return r;
-	return host_path(h, kept_rel, kept, len);
+	return snprintf(rel, len, "%s" NFD_KEPT, h->mock_root) >= (int)len ? -ENAMETOOLONG : 0;
 }
 
 static int read_small(int fd, char **buf, size_t *len)
@@ -154,40 +152,87 @@ static int read_small(int fd, char **buf, size_t *len)
 	return 0;
 }
 
+/* Whether leaf is in dirfd (links included): 1, 0, or -errno. */
+static int present_at(int dirfd, const char *leaf)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -errno;
+}
+
+/* The foreign file's bytes and mode, read through its directory's fd
+ * opened beneath the root: a link on the way is refused and named (a
+ * root-only file outside must never be copied into the root). */
+static int read_foreign(struct host *h, int rootfd, const char *fphys, char **buf, size_t *len,
+			mode_t *mode, struct sim_errors *errs)
+{
+	const char *leaf;
+	struct stat st;
+	int dfd, fd, r;
+
+	if ((dfd = beneath_parent(rootfd, fphys, &leaf)) < 0)
+		return dfd == -ENOENT ? 0 : host_refused(h->root, rootfd, fphys, dfd);
+	if ((r = present_at(dfd, leaf)) <= 0 || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		close(dfd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(dfd);
+		sim_error(errs, "nfd", "pcibus: %s: exists and is not a regular file: left alone",
+			  NFD_FEATURES_FILE);
+		return -EEXIST;
+	}
+	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	r = fd < 0 ? -errno : 0;
+	close(dfd);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		r = -EEXIST;	/* swapped since the fstatat: left alone */
+	else
+		r = read_small(fd, buf, len);
+	close(fd);
+	*mode = st.st_mode & 07777;
+	return r < 0 ? r : 1;
+}
+
 /* A features file that is not ours (not in the last manifest, none kept
  * yet): copied to R/state (recorded, so teardown removes the copy once
  * nfd_revoke has put it back). */
 static int keep_foreign(struct host *h, struct sim_errors *errs)
 {
-	char file[8192], kept[8192], rel[512], *buf;
-	struct stat st;
-	size_t len;
-	int fd, r;
+	char rel[512], fphys[PATH_MAX], kphys[PATH_MAX], *buf = NULL;
+	const char *kleaf;
+	size_t len = 0;
+	mode_t mode = 0644;
+	int rootfd, kdir, r;
 
-	if ((r = paths(h, file, kept, sizeof(file), rel, sizeof(rel))) < 0)
+	if ((r = kept_rel(h, rel, sizeof(rel))) < 0 ||
+	    (r = host_phys(h, NFD_FEATURES_FILE, fphys, sizeof(fphys))) < 0 ||
+	    (r = host_phys(h, rel, kphys, sizeof(kphys))) < 0)
 		return r;
-	if (lstat(file, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (access(kept, F_OK) == 0) {
-		/* Kept by an earlier pass: still ours to remove after Revoke. */
+	if ((rootfd = beneath_root(h->root)) < 0)
+		return rootfd;
+	/* Kept by an earlier pass: still ours to remove after Revoke. */
+	if ((kdir = beneath_parent(rootfd, kphys, &kleaf)) >= 0) {
+		r = present_at(kdir, kleaf);
+		close(kdir);
+	} else {
+		r = kdir == -ENOENT ? 0 : host_refused(h->root, rootfd, kphys, kdir);
+	}
+	if (r > 0) {
 		if (h->own)
 			manifest_add(h->own, rel, 'f');
-		return 0;
+		r = 0;
+	} else if (r == 0 && !(h->prev && manifest_has(h->prev, NFD_FEATURES_FILE))) {
+		r = read_foreign(h, rootfd, fphys, &buf, &len, &mode, errs);
 	}
-	if (h->prev && manifest_has(h->prev, NFD_FEATURES_FILE))
-		return 0;
-	if (!S_ISREG(st.st_mode)) {
-		sim_error(errs, "nfd", "pcibus: %s: exists and is not a regular file: left alone",
-			  NFD_FEATURES_FILE);
-		return -EEXIST;
-	}
-	if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0)
-		return -errno;
-	r = read_small(fd, &buf, &len);
-	close(fd);
-	if (r < 0)
+	close(rootfd);
+	if (r <= 0)
 		return r;
-	r = host_write(h, rel, buf, len, st.st_mode & 07777);
+	r = host_write(h, rel, buf, len, mode);
 	free(buf);
 	if (r == 0)
 		log_info("%s: a features file that is not Mokka's: kept in %s, put back at "
@@ -233,8 +278,8 @@ static int put_back(const struct host *h, const char *kept_rel)
 
 int nfd_revoke(struct sim_ctx *ctx, struct sim_errors *errs)
 {
-	char file[8192], kept[8192], rel[512];
-	int r = paths(&ctx->host, file, kept, sizeof(file), rel, sizeof(rel));
+	char rel[512];
+	int r = kept_rel(&ctx->host, rel, sizeof(rel));
 
 	if (r == 0)
 		r = put_back(&ctx->host, rel);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "shims/nvml/pcibind.h"
 #include "workers/pcibus/pcifs/model.h"
 #include "workers/pcibus/pcifs/view.h"
 
@@ -15,7 +16,7 @@
  * in front). */
 #define PCIFS_MOUNT "/run/pcifs"		/* the view's mount point */
 #define PCIFS_CONF "/run/pcifs.conf"		/* IOMMU=on|off; re-read on SIGHUP */
-#define PCIFS_STATE "/driver/config/pci-drivers"	/* beside the engine config */
+#define PCIFS_STATE PCIBIND_FILE	/* beside the engine config */
 #define PCIFS_ENGINE_CONFIG "/driver/config/config.yaml"
 #define PCIFS_OVERRIDES "/driver/config/overrides.yaml"
 
