@@ -174,7 +174,8 @@ static int read_foreign(struct host *h, int rootfd, const char *fphys, char **bu
 
 	if ((dfd = beneath_parent(rootfd, fphys, &leaf)) < 0)
 		return dfd == -ENOENT ? 0 : host_refused(h->root, rootfd, fphys, dfd);
-	if ((r = present_at(dfd, leaf)) <= 0 || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = errno == ENOENT ? 0 : -errno;
 		close(dfd);
 		return r;
 	}
